@@ -1,0 +1,44 @@
+// rerail — THE table of RERAIL_* parameters. Every knob is declared here and nowhere else; the README
+// table is generated from it (`rerail-params --markdown`, see tools/). Add a row, never read getenv.
+//
+// RR_PARAM(Id, "NAME", type, "default", "units", "choices or min:max", "help")
+//   type: kInt (range "min:max"), kBool, kString, kEnum (choices "a|b|c").
+//   NAME is the variable without the RERAIL_ prefix.
+//
+// NOLINTBEGIN
+#define RERAIL_PARAM_TABLE(RR_PARAM)                                                                        \
+  /* general */                                                                                            \
+  RR_PARAM(DumpParams, "DUMP_PARAMS", kBool, "0", "", "", "Print every RERAIL_* parameter and its value at init") \
+  /* TCP transport */                                                                                      \
+  RR_PARAM(TcpIfname, "TCP_IFNAME", kString, "", "",  "",                                                  \
+           "Interfaces to use as rails, NCCL syntax: prefix list 'eth,ens', '^' excludes, '=' exact match. "   \
+           "Empty: every up, non-loopback interface with an IPv4/IPv6 address (loopback if nothing else)")     \
+  RR_PARAM(TcpStreams, "TCP_STREAMS", kInt, "2", "sockets", "1:16", "TCP streams per link (per rail per connection)") \
+  RR_PARAM(ChunkSize, "CHUNK_SIZE", kInt, "131072", "bytes", "4096:67108864",                             \
+           "Largest piece of a message sent as one unit on one stream (the unit of striping and re-send)")     \
+  RR_PARAM(TcpBufSize, "TCP_SOCKBUF", kInt, "0", "bytes", "0:268435456", "SO_SNDBUF/SO_RCVBUF per stream; 0 keeps the kernel's autotuning") \
+  RR_PARAM(ConnectTimeoutMs, "CONNECT_TIMEOUT_MS", kInt, "30000", "ms", "100:3600000",                    \
+           "How long connect/accept keep retrying a rail before giving up on it")                              \
+  /* resilience */                                                                                         \
+  RR_PARAM(Policy, "POLICY", kEnum, "auto", "", "auto|stripe|failover",                                    \
+           "stripe: use every healthy rail; failover: primary rail only while healthy; auto: stripe on TCP, failover on IB") \
+  RR_PARAM(StallMs, "STALL_MS", kInt, "500", "ms", "10:600000",                                            \
+           "A link with bytes pending and no progress for this long is probed and failed if the probe times out") \
+  RR_PARAM(HeartbeatMs, "HEARTBEAT_MS", kInt, "200", "ms", "10:60000", "Heartbeat interval on idle links")   \
+  RR_PARAM(GiveupMs, "GIVEUP_MS", kInt, "30000", "ms", "100:86400000",                                     \
+           "test() returns an error only when no link to the peer has worked for this long")                   \
+  RR_PARAM(FailbackMinMs, "FAILBACK_MIN_MS", kInt, "100", "ms", "10:600000", "First re-probe delay of a failed rail") \
+  RR_PARAM(FailbackMaxMs, "FAILBACK_MAX_MS", kInt, "5000", "ms", "10:3600000",                             \
+           "Cap of the exponential back-off between re-probes (probing never gives up)")                      \
+  RR_PARAM(LinkEvents, "LINK_EVENTS", kBool, "1", "", "", "Watch rtnetlink link-down/up events (libnl-route-3)") \
+  RR_PARAM(Board, "BOARD", kBool, "1", "", "", "Publish rail health in shared memory for rerail-top and the tuner") \
+  /* profiler */                                                                                           \
+  RR_PARAM(ProfileMask, "PROFILE_MASK", kString, "coll,p2p,proxyop,net", "", "",                           \
+           "Event kinds the profiler records: group,coll,p2p,proxyop,proxystep,proxyctrl,kernelch,net,all")   \
+  RR_PARAM(ProfileDir, "PROFILE_DIR", kString, ".", "", "", "Directory for trace JSON, summary and Prometheus textfile") \
+  RR_PARAM(ProfileFlushS, "PROFILE_FLUSH_S", kInt, "0", "s", "0:86400", "Also write outputs every N seconds (0: only at finalize)") \
+  /* bootstrap */                                                                                          \
+  RR_PARAM(Hosts, "HOSTS", kString, "", "", "", "Job hosts: comma list or Slurm node list (gpu[001-004,010]); alias HPCT hosts") \
+  RR_PARAM(PortBase, "PORT_BASE", kInt, "0", "port", "0:65535", "First port of the symmetric bootstrap plan (alias HPCT_PORT_BASE); 0 = unset") \
+  RR_PARAM(PortSpan, "PORT_SPAN", kInt, "1024", "ports", "1:65535", "Ports the plan wraps within")
+// NOLINTEND

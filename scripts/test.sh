@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# rerail test suite: set up (packages + build) if needed, then run every ctest tier.
+# Usage: scripts/test.sh [ctest args...]   e.g. scripts/test.sh -L unit
+# Tests that need root (network namespaces, iptables, tc) skip with a message when not root.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+BUILD_DIR=${BUILD_DIR:-build}
+bash scripts/setup.sh
+ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 "$@"
