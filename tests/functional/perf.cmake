@@ -17,7 +17,12 @@ foreach(n 2 4)
     add_test(NAME perf_rerail_allreduce_alltoall_${n}
              COMMAND bash ${_perf_script} $<TARGET_FILE:rerail-perf> $<TARGET_FILE:nccl-net-rerail> ${n}
                      all_reduce,alltoall)
-    set_tests_properties(perf_rerail_allreduce_alltoall_${n} PROPERTIES TIMEOUT 180 LABELS functional)
+    set_tests_properties(perf_rerail_allreduce_alltoall_${n} PROPERTIES TIMEOUT 180 LABELS functional
+                         ENVIRONMENT "RERAIL_TCP_IFNAME=lo")
+    add_test(NAME perf_rerail_every_collective_${n}
+             COMMAND bash ${_perf_script} $<TARGET_FILE:rerail-perf> $<TARGET_FILE:nccl-net-rerail> ${n} all)
+    set_tests_properties(perf_rerail_every_collective_${n} PROPERTIES TIMEOUT 180 LABELS functional
+                         ENVIRONMENT "RERAIL_TCP_IFNAME=lo")
   endif()
 endforeach()
 add_test(NAME perf_bad_flags COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/perf_bad_flags.sh $<TARGET_FILE:rerail-perf>)

@@ -78,6 +78,7 @@ Status Engine::Run(const Plan& plan, const std::vector<Conn*>& conns, char* in, 
   while (true) {
     bool progressed = false, streams_done = true;
     Status err;
+    if (tick_) tick_();
     for (size_t s = 0; s < plan.streams.size(); ++s) {
       while (TryElem(plan, conns, static_cast<int>(s), in, out, &err)) progressed = true;
       if (!err.ok()) return err;

@@ -23,7 +23,9 @@ namespace rr::perf {
 
 class Engine {
  public:
-  Engine(Comm* comm, DataType dtype, BytesFn on_sent) : comm_(comm), dtype_(dtype), on_sent_(std::move(on_sent)) {}
+  // on_sent: per completed send (timeline); tick: once per pass (cheap periodic work, may be empty).
+  Engine(Comm* comm, DataType dtype, BytesFn on_sent, std::function<void()> tick)
+      : comm_(comm), dtype_(dtype), on_sent_(std::move(on_sent)), tick_(std::move(tick)) {}
 
   // Resolves the plan's connections once (the plan can then be run many times).
   Status Bind(const Plan& plan, std::vector<Conn*>* conns) const;
@@ -37,6 +39,7 @@ class Engine {
   Comm* comm_;
   DataType dtype_;
   BytesFn on_sent_;
+  std::function<void()> tick_;
   std::vector<size_t> pos_;  // next element per stream
 };
 

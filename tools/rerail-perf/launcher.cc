@@ -29,11 +29,7 @@ std::string SelfExe() {
   return buf;
 }
 
-std::string NetnsName(const Options& o, int host) {
-  char buf[256];
-  snprintf(buf, sizeof(buf), o.netns_fmt.c_str(), host);
-  return buf;
-}
+std::string NetnsName(const Options& o, int host) { return o.netns_prefix + "-h" + std::to_string(host); }
 
 pid_t StartRank(const Options& o, int argc, char** argv, int rank, const std::string& dir, uint64_t t0) {
   std::vector<std::string> args;
@@ -60,6 +56,7 @@ int RunFault(const Options& o, const FaultSpec& f) {
   if (f.kind == "slow") args.push_back(f.rate);
   pid_t pid = fork();
   if (pid == 0) {
+    setenv("RERAIL_NETNS_PREFIX", o.netns_prefix.c_str(), 1);  // the script's own variable, not a plugin knob
     std::vector<char*> cargv;
     for (std::string& a : args) cargv.push_back(a.data());
     cargv.push_back(nullptr);
@@ -85,6 +82,15 @@ int Launch(const Options& o, int argc, char** argv) {
             o.rails_script.c_str());
     rmdir(dir.c_str());
     return 2;
+  }
+  for (int h = 0; h < o.hosts; ++h) {
+    if (access(("/run/netns/" + NetnsName(o, h)).c_str(), F_OK) != 0) {
+      fprintf(stderr, "rerail-perf: --hosts %d: network namespace '%s' does not exist (create the hosts with "
+                      "RERAIL_NETNS_PREFIX=%s scripts/netns-rails.sh up %d K)\n", o.hosts, NetnsName(o, h).c_str(),
+              o.netns_prefix.c_str(), o.hosts);
+      rmdir(dir.c_str());
+      return 2;
+    }
   }
   struct sigaction sa {};
   sa.sa_handler = OnSignal;

@@ -6,6 +6,7 @@
 #include "options.h"
 #include "rank.h"
 #include "rerail/log.h"
+#include "rerail/params.h"
 
 #ifndef RERAIL_PERF_DEFAULT_PLUGIN
 #define RERAIL_PERF_DEFAULT_PLUGIN "rerail"
@@ -26,7 +27,13 @@ int main(int argc, char** argv) {
     fprintf(stderr, "rerail-perf: %s\n", s.message().c_str());
     return 2;
   }
+  rr::Status ps = rr::Params::Load();
+  if (!ps.ok()) {
+    fprintf(stderr, "rerail-perf: %s\n", ps.message().c_str());
+    return 2;
+  }
   if (o.plugin.empty()) o.plugin = RERAIL_PERF_DEFAULT_PLUGIN;
+  if (o.netns_prefix.empty()) o.netns_prefix = rr::Params::Str(rr::ParamId::NetnsPrefix);
   if (o.rails_script.empty()) o.rails_script = RERAIL_SOURCE_DIR "/scripts/netns-rails.sh";
   if (o.rank >= 0) {
     if (o.rendezvous.empty()) {

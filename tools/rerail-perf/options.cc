@@ -130,7 +130,7 @@ Status Parse(int argc, char** argv, Options* o) {
   app.add_option("collective", colls, "all_reduce, all_gather, reduce_scatter, broadcast, sendrecv, alltoall, all (comma list)");
   app.add_option("-N,--nranks", o->nranks, "Rank processes to launch")->check(CLI::Range(1, 1024));
   app.add_option("--hosts", o->hosts, "Spread ranks over this many simulated hosts (network namespaces)")->check(CLI::Range(0, 64));
-  app.add_option("--netns-fmt", o->netns_fmt, "printf format of host h's namespace name");
+  app.add_option("--netns-prefix", o->netns_prefix, "Prefix of the simulated hosts (netns-rails.sh RERAIL_NETNS_PREFIX); host h is namespace <prefix>-h<h>");
   app.add_option("--rails-script", o->rails_script, "scripts/netns-rails.sh to inject --fault with");
   app.add_option("--plugin", o->plugin, "Net plugin library (path or NCCL_NET_PLUGIN-style name); default: the built rerail");
   app.add_option("-C,--channels", o->channels, "Channels (connections per peer); channel c uses device c mod ndev")->check(CLI::Range(1, 64));

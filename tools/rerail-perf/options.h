@@ -40,7 +40,7 @@ struct Options {
   std::vector<Coll> colls{Coll::kAllReduce};
   int nranks = 2;              // -N
   int hosts = 0;               // --hosts: 0 = all ranks on this host, no namespaces
-  std::string netns_fmt = "rrperf-h%d";  // --netns-fmt: namespace name of host h
+  std::string netns_prefix;     // --netns-prefix (default RERAIL_NETNS_PREFIX); host h = <prefix>-h<h>
   std::string rails_script;    // --rails-script: path of scripts/netns-rails.sh
   std::string plugin;          // --plugin
   int channels = 2;            // -C

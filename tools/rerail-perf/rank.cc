@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 
+#include "board_source.h"
 #include "comm.h"
 #include "engine.h"
 #include "oob.h"
@@ -45,6 +46,7 @@ class RankRunner {
   std::unique_ptr<Comm> comm_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<Engine> engine_;
+  BoardSource board_;
   std::vector<float> buf_a_, buf_b_;  // float storage keeps 4-byte alignment for both types
   Deadline deadline_;
   uint64_t last_progress_ns_ = 0, start_ns_ = 0;
@@ -73,9 +75,15 @@ Status RankRunner::Setup() {
     for (const ConnKey& k : ConnsFor(c, o_.nranks, o_.rank, o_.channels))
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   RR_CHECK(Comm::Setup(o_.plugin, oob_.get(), keys, o_.channels, kSetupTimeoutMs, &comm_));
-  timeline_ = std::make_unique<Timeline>(o_.t0_ns ? o_.t0_ns : start_ns_, comm_->ndev());
+  // Per-rail bytes from the plugin's board when it publishes one, else per NCCL device.
+  board_.Discover();
+  timeline_ = std::make_unique<Timeline>(o_.t0_ns ? o_.t0_ns : start_ns_,
+                                         board_.Active() ? std::vector<std::string>{} : comm_->dev_names());
   Timeline* tl = timeline_.get();
-  engine_ = std::make_unique<Engine>(comm_.get(), o_.dtype, [tl](int dev, size_t b) { tl->Add(dev, b, NowNs()); });
+  BoardSource* board = &board_;
+  engine_ = std::make_unique<Engine>(
+      comm_.get(), o_.dtype, [tl](int dev, size_t b) { tl->Add(dev, b, NowNs()); },
+      [tl, board] { board->Sample(NowNs(), tl); });
   return Status::Ok();
 }
 
@@ -184,17 +192,21 @@ Status RankRunner::RunColl(Coll c) {
 }
 
 Status RankRunner::Finish() {
+  if (board_.Active()) {
+    board_.Sample(NowNs(), timeline_.get(), /*force=*/true);
+    timeline_->AddMeta("resent_bytes", board_.ResentBytes());
+  }
   for (const PluginWarning& w : Comm::PluginWarnings())
     timeline_->AddEvent({(static_cast<double>(w.t_ns) - timeline_->t0_ns()) * 1e-9, "plugin",
                          "rank " + std::to_string(o_.rank) + ": " + w.text});
   std::vector<std::string> blobs;
   RR_CHECK(oob_->AllGather(timeline_->Serialize(), &blobs));
   if (o_.rank != 0) return Status::Ok();
-  Timeline merged(timeline_->t0_ns(), comm_->ndev());
+  Timeline merged(timeline_->t0_ns(), {});
   for (const std::string& b : blobs) RR_CHECK(merged.Merge(b));
   if (!o_.events_path.empty())
     for (TimelineEvent& e : ReadFaultEvents(o_.events_path)) merged.AddEvent(std::move(e));
-  if (!o_.timeline_path.empty()) RR_CHECK(merged.Write(o_.timeline_path, comm_->dev_names()));
+  if (!o_.timeline_path.empty()) RR_CHECK(merged.Write(o_.timeline_path));
   if (!o_.json_path.empty()) {
     std::ofstream f(o_.json_path);
     nlohmann::json j{{"tool", "rerail-perf"}, {"nranks", o_.nranks}, {"channels", o_.channels},

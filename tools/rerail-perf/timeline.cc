@@ -7,17 +7,36 @@
 
 namespace rr::perf {
 
+Timeline::Timeline(uint64_t t0_ns, std::vector<std::string> dev_names) : t0_ns_(t0_ns), devs_(std::move(dev_names)) {
+  for (const std::string& d : devs_) Index(d);
+}
+
+size_t Timeline::Index(const std::string& rail) {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == rail) return i;
+  names_.push_back(rail);
+  bytes_.emplace_back();
+  return names_.size() - 1;
+}
+
 void Timeline::Add(int dev, size_t bytes, uint64_t now_ns) {
-  if (now_ns < t0_ns_ || dev < 0 || static_cast<size_t>(dev) >= bytes_.size()) return;
+  if (dev < 0 || static_cast<size_t>(dev) >= devs_.size()) return;
+  AddNamed(devs_[static_cast<size_t>(dev)], bytes, now_ns);
+}
+
+void Timeline::AddNamed(const std::string& rail, uint64_t bytes, uint64_t now_ns) {
+  if (now_ns < t0_ns_) return;
   size_t bin = static_cast<size_t>((now_ns - t0_ns_) / kBinNs);
-  auto& v = bytes_[static_cast<size_t>(dev)];
+  auto& v = bytes_[Index(rail)];
   if (v.size() <= bin) v.resize(bin + 1, 0);
   v[bin] += bytes;
 }
 
 std::string Timeline::Serialize() const {
   nlohmann::json j;
+  j["rails"] = names_;
   j["bytes"] = bytes_;
+  j["meta"] = meta_;
   nlohmann::json ev = nlohmann::json::array();
   for (const auto& e : events_) ev.push_back({{"t_s", e.t_s}, {"kind", e.kind}, {"text", e.text}});
   j["events"] = ev;
@@ -28,11 +47,14 @@ Status Timeline::Merge(const std::string& blob) {
   nlohmann::json j = nlohmann::json::parse(blob, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.contains("bytes")) return Status::Internal("timeline: malformed blob from a rank");
   auto other = j["bytes"].get<std::vector<std::vector<uint64_t>>>();
-  if (other.size() > bytes_.size()) bytes_.resize(other.size());
+  auto names = j["rails"].get<std::vector<std::string>>();
+  if (names.size() != other.size()) return Status::Internal("timeline: rails and counts disagree");
   for (size_t d = 0; d < other.size(); ++d) {
-    if (bytes_[d].size() < other[d].size()) bytes_[d].resize(other[d].size(), 0);
-    for (size_t b = 0; b < other[d].size(); ++b) bytes_[d][b] += other[d][b];
+    auto& mine = bytes_[Index(names[d])];
+    if (mine.size() < other[d].size()) mine.resize(other[d].size(), 0);
+    for (size_t b = 0; b < other[d].size(); ++b) mine[b] += other[d][b];
   }
+  for (const auto& kv : j["meta"].items()) meta_[kv.key()] += kv.value().get<uint64_t>();
   for (const auto& e : j["events"]) events_.push_back({e["t_s"].get<double>(), e["kind"], e["text"]});
   return Status::Ok();
 }
@@ -71,7 +93,13 @@ double Timeline::LongestStallS() const {
   return best * (kBinNs * 1e-9);
 }
 
-Status Timeline::Write(const std::string& path, const std::vector<std::string>& rails) const {
+Status Timeline::Write(const std::string& path) const {
+  // Columns in name order (rail0, rail1, ...), whatever order the ranks saw them in.
+  std::vector<size_t> order(names_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [this](size_t a, size_t b) { return names_[a] < names_[b]; });
+  std::vector<std::string> rails;
+  for (size_t i : order) rails.push_back(names_[i]);
   const double bin_s = kBinNs * 1e-9;
   const size_t nbins = NumBins(bytes_);
   std::vector<TimelineEvent> ev = events_;
@@ -90,11 +118,12 @@ Status Timeline::Write(const std::string& path, const std::vector<std::string>& 
     for (size_t b = 0; b < nbins; ++b) {
       j["t_s"].push_back(b * bin_s);
       std::vector<double> row;
-      for (size_t d = 0; d < bytes_.size(); ++d) row.push_back(gbps(d, b));
+      for (size_t d : order) row.push_back(gbps(d, b));
       j["gbps"].push_back(row);
     }
     j["events"] = nlohmann::json::array();
     for (const auto& e : ev) j["events"].push_back({{"t_s", e.t_s}, {"kind", e.kind}, {"text", e.text}});
+    j["meta"] = meta_;
     f << j.dump(1) << "\n";
   } else {
     f << "t_s";
@@ -103,7 +132,7 @@ Status Timeline::Write(const std::string& path, const std::vector<std::string>& 
     for (size_t b = 0; b < nbins; ++b) {
       f << b * bin_s;
       double tot = 0;
-      for (size_t d = 0; d < bytes_.size(); ++d) f << "," << gbps(d, b), tot += gbps(d, b);
+      for (size_t d : order) f << "," << gbps(d, b), tot += gbps(d, b);
       f << "," << tot << "\n";
     }
     for (const auto& e : ev) {
@@ -112,6 +141,7 @@ Status Timeline::Write(const std::string& path, const std::vector<std::string>& 
       std::replace(text.begin(), text.end(), '\n', ' ');
       f << "# event," << e.t_s << "," << e.kind << "," << text << "\n";
     }
+    for (const auto& kv : meta_) f << "# meta," << kv.first << "," << kv.second << "\n";
   }
   return f.good() ? Status::Ok() : Status::System("--timeline: write '" + path + "'");
 }
