@@ -111,12 +111,16 @@ def plot(t, rails, rows, events, out, title):
     ax.plot(t, [sum(r) for r in rows], label="total", color="black", linewidth=1.8, alpha=0.7)
     ymax = max([sum(r) for r in rows] + [1e-9])
     seen = set()
+    nfault = 0
     for ts, kind, text in events:
         if kind == "fault":
             label = "fault" if "fault" not in seen else None
             ax.axvline(ts, color="red", linestyle="--", linewidth=1.2, label=label)
-            short = re.sub(r"^at=[^,]*,", "", text.split(" (rc")[0])
-            ax.text(ts, ymax * 1.02, short, rotation=90, va="bottom", ha="right", fontsize=7, color="red")
+            m = re.search(r"host=(\d+)[,;]rail=(\d+)[,;]kind=([^ ]+)", text)
+            short = "h%s r%s %s" % m.groups() if m else text.split(" (rc")[0]
+            ax.text(ts, ymax * (1.28 - 0.07 * (nfault % 3)), " " + short, ha="left", va="center", fontsize=8,
+                    color="red")
+            nfault += 1
         elif FAILOVER_RE.search(text):
             label = "plugin failover/failback" if "plugin" not in seen else None
             ax.axvline(ts, color="darkorange", linestyle=":", linewidth=1.2, label=label)
@@ -125,10 +129,10 @@ def plot(t, rails, rows, events, out, title):
         seen.add(kind)
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel("throughput (GB/s, sent)")
-    ax.set_ylim(0, ymax * 1.35)
+    ax.set_ylim(0, ymax * 1.4)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8, ncol=3)
+    ax.legend(loc="upper right", fontsize=8, ncol=len(rails) + 2)
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)
