@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -27,7 +28,7 @@ using wire::Reply;
 namespace {
 
 constexpr size_t kMaxBlob = 1 << 20;
-constexpr uint64_t kBackoffMinMs = 2, kBackoffMaxMs = 200;
+constexpr uint64_t kBackoffMinMs = 2, kBackoffMaxMs = 50;  // a refused connect costs a SYN and a RST
 
 // Client side: the one request this rank has in flight.
 enum class ClientState {
@@ -85,25 +86,25 @@ class Exchange::Impl {
   void Shutdown();
 
  private:
-  int Count(int step) const { return std::min(1 << step, n_ - (1 << step)); }
-  int PeerOf(int step) const { return (rank_ + (1 << step)) % n_; }
+  void NextPull();
   void Loop();
   void Transition(ClientState to, const char* why);
   void ClientProgress(short revents);
   void StartRequest();
   void RequestFailed(const std::string& why);
-  Status CheckHeader(size_t* total) const;
+  Status CheckHeader(size_t* total);
   void StepDone();
   void ServeAccept();
   bool ServeConn(InConn* c, short revents);  // false: drop the connection
   void HandleRequest(InConn* c);
+  bool ShapeOk(const wire::Request& r) const;
   void TryAnswer(InConn* c);
   void Finish(Status s);
   bool ShouldExit();
 
   Job job_;
   ExchangeOptions opts_;
-  int n_ = 0, rank_ = 0, steps_ = 0;
+  int n_ = 0, rank_ = 0;
   size_t blob_ = 0;
   uint64_t magic_ = 0;
   std::string table_;  // n_ * blob_ bytes, blob i at i * blob_
@@ -111,12 +112,15 @@ class Exchange::Impl {
   int listen_fd_ = -1, wake_fd_ = -1;
   std::vector<InConn> in_;
   std::set<int> byes_expected_, byes_got_;
-  std::vector<int> kept_;  // per step: the connection the pull used, reused for the bye
+  std::map<int, int> kept_;   // peer -> connection of the last pull from it (reused, then for the bye)
+  std::vector<int> servers_;  // peers pulled from, in order: each gets a bye
 
   // Client state (exchange thread only).
   ClientState state_ = ClientState::kIdle;
-  int step_ = 0;        // current pull step, or bye index once held_ == n_
+  int step_ = 0;        // pulls completed
+  size_t bye_idx_ = 0;  // next servers_ entry to say bye to
   bool bye_phase_ = false;
+  uint32_t cur_first_ = 0, cur_count_ = 0, cur_min_ = 0, cur_got_ = 0;
   int cfd_ = -1;
   SockAddr peer_addr_;
   int peer_ = -1;
@@ -147,19 +151,22 @@ Status Exchange::Impl::Init() {
   if (blob_ == 0 || blob_ > kMaxBlob)
     return Status::InvalidArg("exchange blob of " + std::to_string(blob_) + " bytes (must be 1.." +
                               std::to_string(kMaxBlob) + ")");
-  while ((1 << steps_) < n_) ++steps_;
+  if (opts_.algorithm != ExchangeAlgorithm::kBruck && opts_.algorithm != ExchangeAlgorithm::kRing)
+    return Status::InvalidArg("unknown exchange algorithm " + std::to_string(static_cast<int>(opts_.algorithm)));
   magic_ = job_.Magic(opts_.group);
   table_.assign(static_cast<size_t>(n_) * blob_, '\0');
   std::memcpy(&table_[static_cast<size_t>(rank_) * blob_], opts_.blob.data(), blob_);
-  for (int k = 0; k < steps_; ++k) byes_expected_.insert(((rank_ - (1 << k)) % n_ + n_) % n_);
-  kept_.assign(steps_, -1);
-  stats_.steps = steps_;
+  if (opts_.algorithm == ExchangeAlgorithm::kRing) {
+    if (n_ > 1) byes_expected_.insert((rank_ + n_ - 1) % n_);
+  } else {
+    for (int d = 1; d < n_; d *= 2) byes_expected_.insert((rank_ - d + n_) % n_);
+  }
   RR_CHECK(wire::Listen(job_.Address(rank_, opts_.group), &listen_fd_));
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   RR_SYSCHECK(wake_fd_, "eventfd");
   start_ns_ = NowNs();
   deadline_ns_ = start_ns_ + opts_.timeout_ms * 1000000ull;
-  if (steps_ == 0) Finish(Status::Ok());
+  if (n_ == 1) Finish(Status::Ok());
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
 }
@@ -179,29 +186,44 @@ void Exchange::Impl::Finish(Status s) {
   cv_.notify_all();
 }
 
+// Both algorithms pull the next missing block, rank + held; they differ in whom they ask.
+void Exchange::Impl::NextPull() {
+  cur_first_ = static_cast<uint32_t>((rank_ + held_) % n_);
+  if (opts_.algorithm == ExchangeAlgorithm::kBruck) {
+    peer_ = static_cast<int>(cur_first_);  // rank + 2^k holds 2^k blocks from itself on
+    cur_count_ = cur_min_ = static_cast<uint32_t>(std::min(held_, n_ - held_));
+  } else {
+    peer_ = (rank_ + 1) % n_;  // the ring successor streams whatever it has beyond us
+    cur_count_ = static_cast<uint32_t>(n_ - held_);
+    cur_min_ = 1;
+  }
+}
+
 void Exchange::Impl::StartRequest() {
   if (!bye_phase_ && held_ >= n_) {
     bye_phase_ = true;
-    step_ = 0;
     Finish(Status::Ok());
     RR_INFO(log::kFlagBootstrap | log::kFlagInit, "bootstrap exchange group %llu rank %d: %d blobs in %.1f ms",
             static_cast<unsigned long long>(opts_.group), rank_, n_, Stats().wait_ms);
   }
-  if (bye_phase_ && step_ >= steps_) {
+  if (bye_phase_ && bye_idx_ >= servers_.size()) {
     Transition(ClientState::kFinished, "all byes sent");
     return;
   }
-  peer_ = PeerOf(step_);
+  if (bye_phase_) peer_ = servers_[bye_idx_];
+  else NextPull();
   peer_addr_ = job_.Address(peer_, opts_.group);
   wire::Request r{magic_, static_cast<uint32_t>(bye_phase_ ? Kind::kBye : Kind::kPull), static_cast<uint32_t>(rank_),
-                  static_cast<uint32_t>(n_), static_cast<uint32_t>(step_), static_cast<uint32_t>(blob_), 0};
+                  static_cast<uint32_t>(n_), static_cast<uint32_t>(blob_), static_cast<uint32_t>(opts_.algorithm),
+                  cur_first_, bye_phase_ ? 0u : cur_count_, bye_phase_ ? 0u : cur_min_};
   creq_.assign(reinterpret_cast<const char*>(&r), sizeof(r));
   coff_ = chave_ = 0;
   cbuf_.assign(sizeof(wire::Response), '\0');
-  if (bye_phase_ && kept_[step_] >= 0) {  // the pull's connection carries the bye
-    cfd_ = kept_[step_];
-    kept_[step_] = -1;
-    Transition(ClientState::kSending, "bye on the pull's connection");
+  auto kept = kept_.find(peer_);
+  if (kept != kept_.end()) {  // the previous pull's connection carries the next request
+    cfd_ = kept->second;
+    kept_.erase(kept);
+    Transition(ClientState::kSending, "reuse connection");
     return;
   }
   Status s = wire::ConnectStart(peer_addr_, &cfd_);
@@ -222,7 +244,7 @@ void Exchange::Impl::RequestFailed(const std::string& why) {
   Transition(ClientState::kBackoff, why.c_str());
 }
 
-Status Exchange::Impl::CheckHeader(size_t* total) const {
+Status Exchange::Impl::CheckHeader(size_t* total) {
   wire::Response h;
   std::memcpy(&h, cbuf_.data(), sizeof(h));
   if (h.magic != magic_)
@@ -233,10 +255,12 @@ Status Exchange::Impl::CheckHeader(size_t* total) const {
     return Status::Remote("rank " + std::to_string(peer_) + " at " + peer_addr_.ToString() + " refused the request (" +
                           (h.reply == static_cast<uint32_t>(Reply::kBadMagic) ? "wrong magic"
                                                                                : "nranks/blob size/step mismatch") + ")");
-  uint32_t want = bye_phase_ ? 0u : static_cast<uint32_t>(Count(step_));
-  if (h.count != want || (want > 0 && (h.first_rank != static_cast<uint32_t>(peer_) || h.blob_size != blob_)))
+  bool good = bye_phase_ ? h.count == 0
+                        : h.first_rank == cur_first_ && h.count >= cur_min_ && h.count <= cur_count_ && h.blob_size == blob_;
+  if (!good)
     return Status::Remote("rank " + std::to_string(peer_) + " at " + peer_addr_.ToString() + " sent a malformed response");
-  *total = sizeof(h) + static_cast<size_t>(want) * blob_;
+  *total = sizeof(h) + static_cast<size_t>(h.count) * blob_;
+  cur_got_ = h.count;
   return Status::Ok();
 }
 
@@ -248,18 +272,23 @@ void Exchange::Impl::StepDone() {
   }
   if (bye_phase_) {
     close(cfd_);
+    ++bye_idx_;
   } else {
-    int cnt = Count(step_);
-    for (int i = 0; i < cnt; ++i) {
-      size_t dst = static_cast<size_t>((peer_ + i) % n_) * blob_;
+    for (uint32_t i = 0; i < cur_got_; ++i) {
+      size_t dst = static_cast<size_t>((cur_first_ + i) % static_cast<uint32_t>(n_)) * blob_;
       std::memcpy(&table_[dst], cbuf_.data() + sizeof(wire::Response) + static_cast<size_t>(i) * blob_, blob_);
     }
-    kept_[step_] = cfd_;
-    held_ = std::min(held_ + cnt, n_);
+    kept_[peer_] = cfd_;
+    if (std::find(servers_.begin(), servers_.end(), peer_) == servers_.end()) servers_.push_back(peer_);
+    held_ = std::min(held_ + static_cast<int>(cur_got_), n_);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stats_.steps = step_ + 1;
+    }
     if (opts_.on_step) opts_.on_step(step_);
+    ++step_;
   }
   cfd_ = -1;
-  ++step_;
   Transition(ClientState::kIdle, bye_phase_ ? "bye acknowledged" : "step complete");
 }
 
@@ -311,15 +340,24 @@ void Exchange::Impl::ServeAccept() {
 void Exchange::Impl::TryAnswer(InConn* c) {
   wire::Request r;
   std::memcpy(&r, c->req, sizeof(r));
-  int cnt = Count(static_cast<int>(r.step));
-  if (held_ < cnt) return;  // stay parked; re-checked after every completed step
+  int offset = (static_cast<int>(r.first) - rank_ + n_) % n_;
+  if (offset >= held_ || held_ - offset < static_cast<int>(r.min_count)) return;  // stay parked
+  uint32_t cnt = std::min(static_cast<uint32_t>(held_ - offset), r.count);
   c->parked = false;
-  wire::Response h{magic_, static_cast<uint32_t>(Reply::kOk), static_cast<uint32_t>(rank_), static_cast<uint32_t>(cnt),
-                   static_cast<uint32_t>(blob_)};
+  wire::Response h{magic_, static_cast<uint32_t>(Reply::kOk), r.first, cnt, static_cast<uint32_t>(blob_)};
   c->out.assign(reinterpret_cast<const char*>(&h), sizeof(h));
-  for (int i = 0; i < cnt; ++i) c->out.append(&table_[static_cast<size_t>((rank_ + i) % n_) * blob_], blob_);
+  for (uint32_t i = 0; i < cnt; ++i) c->out.append(&table_[static_cast<size_t>((r.first + i) % static_cast<uint32_t>(n_)) * blob_], blob_);
   c->off = 0;
   c->have = 0;
+}
+
+bool Exchange::Impl::ShapeOk(const wire::Request& r) const {
+  uint32_t n = static_cast<uint32_t>(n_);
+  if (r.nranks != n || r.blob_size != blob_ || r.algorithm != static_cast<uint32_t>(opts_.algorithm) || r.from_rank >= n)
+    return false;
+  if (r.kind == static_cast<uint32_t>(Kind::kBye)) return true;
+  return r.kind == static_cast<uint32_t>(Kind::kPull) && r.first < n && r.min_count >= 1 && r.min_count <= r.count &&
+         r.count < n;
 }
 
 void Exchange::Impl::HandleRequest(InConn* c) {
@@ -331,12 +369,12 @@ void Exchange::Impl::HandleRequest(InConn* c) {
     RR_WARN("bootstrap exchange group %llu rank %d: rejected a stranger from %s: magic %016llx, expected %016llx "
             "(another job or an older group on this port)", static_cast<unsigned long long>(opts_.group), rank_,
             wire::PeerName(c->fd).c_str(), static_cast<unsigned long long>(r.magic), static_cast<unsigned long long>(magic_));
-  } else if (r.nranks != static_cast<uint32_t>(n_) || r.blob_size != blob_ || static_cast<int>(r.step) >= steps_ ||
-             r.from_rank >= static_cast<uint32_t>(n_) || (r.kind != 1 && r.kind != 2)) {
+  } else if (!ShapeOk(r)) {
     bad = Reply::kBadShape;
-    RR_WARN("bootstrap exchange group %llu rank %d: rejected a request from %s: nranks %u blob %u step %u rank %u, "
-            "expected nranks %d blob %zu", static_cast<unsigned long long>(opts_.group), rank_, wire::PeerName(c->fd).c_str(),
-            r.nranks, r.blob_size, r.step, r.from_rank, n_, blob_);
+    RR_WARN("bootstrap exchange group %llu rank %d: rejected a request from %s: nranks %u blob %u algorithm %u "
+            "rank %u blocks %u+%u, expected nranks %d blob %zu algorithm %u", static_cast<unsigned long long>(opts_.group),
+            rank_, wire::PeerName(c->fd).c_str(), r.nranks, r.blob_size, r.algorithm, r.from_rank, r.first, r.count, n_,
+            blob_, static_cast<uint32_t>(opts_.algorithm));
   }
   if (bad != Reply::kOk) {
     {
@@ -411,7 +449,7 @@ void Exchange::Impl::Loop() {
     }
     if (pulling && NowNs() >= deadline_ns_) {
       Finish(Status::Remote("bootstrap exchange group " + std::to_string(opts_.group) + " rank " + std::to_string(rank_) +
-                            ": timed out after " + std::to_string(opts_.timeout_ms) + " ms in step " + std::to_string(step_) +
+                            ": timed out after " + std::to_string(opts_.timeout_ms) + " ms in pull " + std::to_string(step_) +
                             " waiting for rank " + std::to_string(peer_) + " at " + peer_addr_.ToString() +
                             (last_reason_.empty() ? std::string() : ": last error: " + last_reason_)));
       break;
@@ -486,10 +524,8 @@ void Exchange::Impl::Shutdown() {
   }
   for (auto& c : in_) close(c.fd);
   in_.clear();
-  for (int& fd : kept_) {
-    if (fd >= 0) close(fd);
-    fd = -1;
-  }
+  for (auto& kv : kept_) close(kv.second);
+  kept_.clear();
   for (int* fd : {&cfd_, &listen_fd_, &wake_fd_}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;

@@ -12,26 +12,30 @@
 namespace rr::boot::wire {
 
 enum class Kind : uint32_t {
-  kPull = 1,  // "send me the blobs you hold after step `step`-1"
+  kPull = 1,  // "send me blobs first.. (at least min_count, at most count) once you hold them"
   kBye = 2,   // "I have everything; I will not pull from you again"
 };
 
 enum class Reply : uint32_t {
   kOk = 0,
   kBadMagic = 1,  // the request's magic is not this exchange's (another job or group)
-  kBadShape = 2,  // nranks, blob size, step or rank do not match this exchange
+  kBadShape = 2,  // nranks, blob size, algorithm or block range do not match this exchange
 };
 
-struct Request {  // client -> server, 32 bytes
+// Both algorithms keep one invariant: a rank holds the contiguous blocks rank, rank+1, ...
+// rank+held-1 (mod nranks), and always pulls the next missing block first = rank+held from a peer.
+struct Request {  // client -> server, 40 bytes
   uint64_t magic;
   uint32_t kind;
   uint32_t from_rank;
   uint32_t nranks;
-  uint32_t step;
   uint32_t blob_size;
-  uint32_t reserved;
+  uint32_t algorithm;  // ExchangeAlgorithm; every rank must use the same
+  uint32_t first;      // first block wanted
+  uint32_t count;      // at most this many blocks
+  uint32_t min_count;  // answer only once at least this many are held
 };
-static_assert(sizeof(Request) == 32, "request layout");
+static_assert(sizeof(Request) == 40, "request layout");
 
 struct Response {  // server -> client, 24 bytes, then count * blob_size bytes for a pull
   uint64_t magic;

@@ -41,13 +41,13 @@ bool PortReserved(const EphemeralPorts& eph, int port) {
 
 }  // namespace
 
-Status JobSpecFromEnv(JobSpec* out) {
+Status JobSpecFromEnv(JobSpec* out, bool require_hosts) {
   RR_CHECK(Params::Load());
   JobSpec spec;
   std::string hosts = Params::Str(ParamId::Hosts);
   if (hosts.empty() && EnvOrNull("SLURM_JOB_NODELIST")) hosts = EnvOrNull("SLURM_JOB_NODELIST");
-  if (hosts.empty()) return Status::InvalidUsage("no hosts: set RERAIL_HOSTS (or run under Slurm)");
-  RR_CHECK(ExpandHostList(hosts, &spec.hosts));
+  if (hosts.empty() && require_hosts) return Status::InvalidUsage("no hosts: set RERAIL_HOSTS (or run under Slurm)");
+  if (!hosts.empty()) RR_CHECK(ExpandHostList(hosts, &spec.hosts));
   if (Params::IsSet(ParamId::RanksPerHost)) {
     spec.ranks_per_host = static_cast<int>(Params::Int(ParamId::RanksPerHost));
   } else if (const char* v = EnvOrNull("N_PROC_PER_NODE")) {

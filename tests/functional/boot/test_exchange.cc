@@ -35,7 +35,8 @@ std::string BlobOf(int rank) {
   return b;
 }
 
-void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = nullptr) {
+void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = nullptr,
+            ExchangeAlgorithm algo = ExchangeAlgorithm::kBruck) {
   int n = job.nranks();
   std::vector<std::thread> threads;
   std::vector<Status> results(n);
@@ -45,6 +46,7 @@ void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = 
     threads.emplace_back([&, r] {
       ExchangeOptions o;
       o.group = group;
+      o.algorithm = algo;
       o.rank = r;
       o.blob = BlobOf(r);
       o.timeout_ms = 30000;
@@ -61,8 +63,13 @@ void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = 
   }
 }
 
-TEST(BootExchange, AllGatherAnySize) {
-  int salt = 0;
+class BootExchangeAlgo : public ::testing::TestWithParam<ExchangeAlgorithm> {};
+INSTANTIATE_TEST_SUITE_P(Algorithms, BootExchangeAlgo,
+                         ::testing::Values(ExchangeAlgorithm::kBruck, ExchangeAlgorithm::kRing),
+                         [](const auto& p) { return p.param == ExchangeAlgorithm::kBruck ? "Bruck" : "Ring"; });
+
+TEST_P(BootExchangeAlgo, AllGatherAnySize) {
+  int salt = GetParam() == ExchangeAlgorithm::kRing ? 100 : 0;
   for (int n : {1, 2, 3, 5, 8, 13}) {
     auto job = MakeJob(n >= 4 ? 4 : 1, (n + 3) / 4 * (n >= 4 ? 1 : 4), ++salt);
     ASSERT_TRUE(job);
@@ -70,7 +77,7 @@ TEST(BootExchange, AllGatherAnySize) {
     s.nranks = n;
     std::unique_ptr<Job> j;
     ASSERT_TRUE(Job::Create(s, &j).ok());
-    RunAll(*j, 0);
+    RunAll(*j, 0, nullptr, GetParam());
   }
 }
 
@@ -83,6 +90,38 @@ TEST(BootExchange, LogarithmicConnectionsNoRoot) {
     EXPECT_EQ(st.peers_out.size(), 5u);  // one pull per step; nobody talks to N-1 peers
     EXPECT_LE(st.accepts, 5 + st.retries);
   }
+}
+
+TEST(BootExchange, RingUsesOneConnectionEachWay) {
+  auto job = MakeJob(4, 8, 25);
+  std::vector<ExchangeStats> stats;
+  RunAll(*job, 0, &stats, ExchangeAlgorithm::kRing);
+  for (size_t r = 0; r < stats.size(); ++r) {
+    EXPECT_EQ(stats[r].connects, 1) << r;  // only the successor, once (refused attempts are not connections)
+    ASSERT_FALSE(stats[r].peers_out.empty());
+    EXPECT_EQ(stats[r].peers_out[0], static_cast<int>((r + 1) % stats.size()));
+  }
+}
+
+TEST(BootExchange, MixedAlgorithmsAreRejected) {
+  auto job = MakeJob(1, 2, 27);
+  log::SetCapture([](log::Level, const std::string&) {});
+  ExchangeOptions a;
+  a.rank = 0;
+  a.blob = "x";
+  a.timeout_ms = 400;
+  a.linger_ms = 1;
+  ExchangeOptions b = a;
+  b.rank = 1;
+  b.algorithm = ExchangeAlgorithm::kRing;
+  Status sa, sb;
+  std::vector<std::string> oa, ob;
+  std::thread t([&] { sa = AllGather(*job, a, &oa); });
+  sb = AllGather(*job, b, &ob);
+  t.join();
+  log::SetCapture(nullptr);
+  EXPECT_FALSE(sa.ok());
+  EXPECT_FALSE(sb.ok());
 }
 
 TEST(BootExchange, ConsecutiveGroupsDoNotCollide) {
@@ -176,14 +215,15 @@ TEST(BootExchange, BadArgumentsAndBusyPort) {
   EXPECT_NE(st.message().find("holds it"), std::string::npos) << st.message();
 }
 
-// A rank crashes (process exit) after its first step and a new process re-joins the same group.
-TEST(BootExchange, RankRestartMidExchangeRejoinsSameGroup) {
-  auto job = MakeJob(4, 4, 80);
+// A rank crashes (process exit) after its second pull and a new process re-joins the same group.
+TEST_P(BootExchangeAlgo, RankRestartMidExchangeRejoinsSameGroup) {
+  auto job = MakeJob(4, 4, GetParam() == ExchangeAlgorithm::kRing ? 90 : 80);
   const int victim = 6;
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     ExchangeOptions o;
+    o.algorithm = GetParam();
     o.rank = victim;
     o.blob = BlobOf(victim);
     o.timeout_ms = 20000;
@@ -204,6 +244,7 @@ TEST(BootExchange, RankRestartMidExchangeRejoinsSameGroup) {
     if (r == victim) continue;
     threads.emplace_back([&, r] {
       ExchangeOptions o;
+      o.algorithm = GetParam();
       o.rank = r;
       o.blob = BlobOf(r);
       o.timeout_ms = 20000;
@@ -215,6 +256,7 @@ TEST(BootExchange, RankRestartMidExchangeRejoinsSameGroup) {
   ASSERT_TRUE(WIFEXITED(wst));
   ASSERT_EQ(WEXITSTATUS(wst), 42) << "the victim did not die after step 1";
   ExchangeOptions o;  // the restarted incarnation
+  o.algorithm = GetParam();
   o.rank = victim;
   o.blob = BlobOf(victim);
   o.timeout_ms = 20000;

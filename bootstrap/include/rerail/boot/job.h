@@ -51,8 +51,9 @@ Status ExpandHostList(const std::string& text, std::vector<std::string>* out);
 // Fills a JobSpec from RERAIL_HOSTS, RERAIL_RANKS_PER_HOST, RERAIL_PORT_BASE, RERAIL_PORT_SPAN,
 // RERAIL_JOB_ID (rr::Params). Documented aliases, used when the RERAIL_ variable is not set:
 // HPCT_PORT_BASE for the port base, N_PROC_PER_NODE for ranks per host, SLURM_JOB_NODELIST for the
-// hosts and SLURM_JOB_ID for the job id.
-Status JobSpecFromEnv(JobSpec* out);
+// hosts and SLURM_JOB_ID for the job id. With require_hosts false a missing host list is not an
+// error (the caller supplies hosts itself).
+Status JobSpecFromEnv(JobSpec* out, bool require_hosts = true);
 
 // True when rootless init is requested: RERAIL_ROOTLESS, or its alias HPCT_USE_ROOTLESS.
 bool RootlessRequested();
