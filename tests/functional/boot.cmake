@@ -12,3 +12,16 @@ rerail_gtest(test_boot_nccl SOURCES ${CMAKE_CURRENT_LIST_DIR}/boot/test_nccl_id.
 target_compile_definitions(test_boot_nccl PRIVATE RERAIL_TEST_NCCL_LIB="${_boot_nccl}"
   RERAIL_TEST_BOOT_SO="$<TARGET_FILE:rerail_bootstrap>")
 add_dependencies(test_boot_nccl rerail_bootstrap)
+
+# The exported C API through dlopen of librerail-bootstrap.so.
+rerail_gtest(test_boot_c_api SOURCES ${CMAKE_CURRENT_LIST_DIR}/boot/test_c_api.cc LIBS ${CMAKE_DL_LIBS}
+             LABELS functional TIMEOUT 120)
+target_include_directories(test_boot_c_api PRIVATE ${CMAKE_SOURCE_DIR}/bootstrap/include)
+target_compile_definitions(test_boot_c_api PRIVATE RERAIL_TEST_NCCL_LIB="${_boot_nccl}"
+  RERAIL_TEST_BOOT_SO="$<TARGET_FILE:rerail_bootstrap>")
+add_dependencies(test_boot_c_api rerail_bootstrap)
+add_executable(boot_c_api_child ${CMAKE_CURRENT_LIST_DIR}/boot/c_api_child.c)
+target_include_directories(boot_c_api_child PRIVATE ${CMAKE_SOURCE_DIR}/bootstrap/include)
+target_link_libraries(boot_c_api_child PRIVATE ${CMAKE_DL_LIBS})
+target_compile_definitions(test_boot_c_api PRIVATE RERAIL_TEST_CHILD="$<TARGET_FILE:boot_c_api_child>")
+add_dependencies(test_boot_c_api boot_c_api_child)

@@ -215,7 +215,9 @@ TEST(BootExchange, BadArgumentsAndBusyPort) {
   EXPECT_NE(st.message().find("holds it"), std::string::npos) << st.message();
 }
 
-// A rank crashes (process exit) after its second pull and a new process re-joins the same group.
+// A rank crashes (process exit) mid-exchange and a new process re-joins the same group. Bruck always
+// takes log2(N) pulls, so the victim dies after its second; a ring pull may bring everything the
+// successor already has, so there it dies right after its first (before it says bye to anyone).
 TEST_P(BootExchangeAlgo, RankRestartMidExchangeRejoinsSameGroup) {
   auto job = MakeJob(4, 4, GetParam() == ExchangeAlgorithm::kRing ? 90 : 80);
   const int victim = 6;
@@ -227,8 +229,9 @@ TEST_P(BootExchangeAlgo, RankRestartMidExchangeRejoinsSameGroup) {
     o.rank = victim;
     o.blob = BlobOf(victim);
     o.timeout_ms = 20000;
-    o.on_step = [](int step) {
-      if (step == 1) _exit(42);  // crash mid-exchange: sockets die with the process
+    const int die_at = GetParam() == ExchangeAlgorithm::kBruck ? 1 : 0;
+    o.on_step = [die_at](int step) {
+      if (step == die_at) _exit(42);  // crash mid-exchange: sockets die with the process
     };
     std::unique_ptr<Exchange> ex;
     if (!Exchange::Start(*job, o, &ex).ok()) _exit(1);
@@ -252,9 +255,8 @@ TEST_P(BootExchangeAlgo, RankRestartMidExchangeRejoinsSameGroup) {
     });
   }
   int wst = 0;
-  ASSERT_EQ(waitpid(pid, &wst, 0), pid);
-  ASSERT_TRUE(WIFEXITED(wst));
-  ASSERT_EQ(WEXITSTATUS(wst), 42) << "the victim did not die after step 1";
+  EXPECT_EQ(waitpid(pid, &wst, 0), pid);
+  EXPECT_TRUE(WIFEXITED(wst) && WEXITSTATUS(wst) == 42) << "the victim did not die mid-exchange: " << wst;
   ExchangeOptions o;  // the restarted incarnation
   o.algorithm = GetParam();
   o.rank = victim;
