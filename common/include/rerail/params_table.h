@@ -32,6 +32,10 @@
            "Cap of the exponential back-off between re-probes (probing never gives up)")                      \
   RR_PARAM(LinkEvents, "LINK_EVENTS", kBool, "1", "", "", "Watch rtnetlink link-down/up events (libnl-route-3)") \
   RR_PARAM(Board, "BOARD", kBool, "1", "", "", "Publish rail health in shared memory for rerail-top and the tuner") \
+  RR_PARAM(BoardDir, "BOARD_DIR", kString, "/dev/shm", "", "",                                          \
+           "Directory of the rail-health boards (a tmpfs); rerail-top and the tuner read every board there")   \
+  RR_PARAM(NetnsPrefix, "NETNS_PREFIX", kString, "rrnet", "", "",                                           \
+           "scripts/netns-rails.sh and the fault tests: name prefix of the simulated hosts' namespaces")       \
   /* profiler */                                                                                           \
   RR_PARAM(ProfileMask, "PROFILE_MASK", kString, "coll,p2p,proxyop,net", "", "",                           \
            "Event kinds the profiler records: group,coll,p2p,proxyop,proxystep,proxyctrl,kernelch,net,all")   \

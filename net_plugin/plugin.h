@@ -1,0 +1,74 @@
+// rerail — the net plugin implementation behind the ABI shims (abi/net_v10.cc, v11, v12).
+//
+// Contract
+//   * One process-global Plugin. Init() is reference-counted: NCCL calls v11/v12 init once per
+//     communicator (v10 once per process); the first Init sets the logger, loads RERAIL_* (bad value →
+//     kInvalidUsage with a WARN), raises RLIMIT_NOFILE, discovers devices and logs one INFO line; the
+//     Finalize() matching the last Init closes whatever comms NCCL left open, joins every thread and
+//     detaches the logger (the library may be dlclosed right after).
+//   * Device properties are version-neutral (v12 layout); strings stay valid until the library is
+//     unloaded (the device table is kept across finalize/init cycles).
+//   * listen/connect/accept never block: they return Ok with a NULL comm until the connection exists
+//     and NCCL calls again with the same arguments. connect keeps its in-progress state keyed by the
+//     handle's address and nonce.
+//   * Thread-safety: setup calls (listen/connect/accept/regMr/close*) may run on NCCL's proxy service
+//     thread concurrently with data calls on its progress thread; setup state is guarded by a mutex
+//     that the data path (isend/irecv/test) never takes.
+//   * Every method returns a Status; the shims turn it into ncclResult_t and WARN on errors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "../net_plugin/abi/nccl_net_abi.h"
+#include "conn.h"
+#include "rerail/log.h"
+#include "transport.h"
+
+namespace rr::net {
+
+class Plugin {
+ public:
+  static Plugin& Get();
+
+  Status Init(log::LoggerFn logger, int abi_version, void** ctx);
+  Status Finalize(void* ctx);
+  Status Devices(int* ndev);
+  Status GetProperties(int dev, rrNcclNetProperties_v12_t* props);
+  Status Listen(int dev, void* handle, void** listen_comm);
+  Status Connect(int dev, void* handle, void** send_comm);
+  Status Accept(void* listen_comm, void** recv_comm);
+  Status RegMr(void* comm, void* data, size_t size, int type, void** mhandle);
+  Status DeregMr(void* comm, void* mhandle);
+  Status Isend(void* send_comm, void* data, size_t size, void** request);
+  Status Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** request);
+  Status Iflush(void* recv_comm, int n, void** request);
+  Status Test(void* request, int* done, int* sizes);
+  Status CloseSend(void* send_comm);
+  Status CloseRecv(void* recv_comm);
+  Status CloseListen(void* listen_comm);
+
+ private:
+  Plugin() = default;
+  Status FirstInit(int abi_version);
+  void ReleaseAll();
+  Status CheckDev(int dev) const;
+
+  std::mutex mu_;  // guards everything below; never taken by isend/irecv/test
+  int refs_ = 0;
+  std::unique_ptr<Transport> transport_;
+  uint32_t chunk_ = 0;
+  int streams_ = 1;
+  std::set<SendComm*> sends_;
+  std::set<RecvComm*> recvs_;
+  std::set<ListenComm*> listens_;
+  // connect() in progress: (handle address, nonce) → connector.
+  std::map<std::pair<const void*, Nonce>, std::pair<std::unique_ptr<Connector>, uint64_t>> connecting_;
+};
+
+}  // namespace rr::net
