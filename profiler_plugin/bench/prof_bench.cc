@@ -88,6 +88,13 @@ int main(int argc, char** argv) {
   long rss = RssKiB();
   rr::Status st = emu->Finalize();
   std::printf("final RSS %.1f MiB; finalize %s\n", static_cast<double>(rss) / 1024.0, st.ok() ? "ok" : "failed");
+  // What the collector kept up with: written events vs records dropped because a ring was full.
+  std::ifstream f(std::string(getenv("RERAIL_PROFILE_DIR")) + "/rerail-r0-00000000000be7c4.summary.json");
+  nlohmann::json sum = nlohmann::json::parse(f, nullptr, false);
+  if (sum.is_object())
+    std::printf("collector: %llu trace events written, %llu records dropped (ring full), %llu orphan records\n",
+                sum["trace_events"].get<unsigned long long>(), sum["dropped_records"].get<unsigned long long>(),
+                sum["orphan_records"].get<unsigned long long>());
   benchmark::Shutdown();
   return 0;
 }
