@@ -5,7 +5,11 @@
 
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <cinttypes>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -17,14 +21,32 @@
 
 namespace rr::prof::test {
 
-// One output directory per test process; set before the profiler reads RERAIL_PROFILE_DIR.
+// One output directory per test process: RERAIL_PROFILE_DIR when the test runner set it, else a fresh
+// /tmp directory (exported before the profiler reads it, and removed at exit when every test passed).
 inline std::string ProcessDir() {
   static const std::string dir = [] {
+    const char* env = std::getenv("RERAIL_PROFILE_DIR");
+    if (env != nullptr && *env != '\0') return std::string(env);
     std::string d = "/tmp/rerail-prof-test-" + std::to_string(getpid());
+    setenv("RERAIL_PROFILE_DIR", d.c_str(), 1);
     return d;
   }();
   return dir;
 }
+
+class OutputDirCleaner : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (!::testing::UnitTest::GetInstance()->Passed()) {
+      std::fprintf(stderr, "profiler outputs kept in %s\n", ProcessDir().c_str());
+      return;
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(ProcessDir(), ec);
+  }
+};
+inline const bool kCleanerRegistered =
+    (::testing::AddGlobalTestEnvironment(new OutputDirCleaner()), ProcessDir(), true);
 
 inline std::string Base(int rank, uint64_t comm) {
   char b[32];

@@ -71,7 +71,7 @@ void RunProxyOp(NcclEmu* emu, NetEventEmitter* net, void* task, int ch, bool sen
 class ProfTree : public ::testing::Test {
  protected:
   void SetUp() override {
-    setenv("RERAIL_PROFILE_DIR", ProcessDir().c_str(), 1);
+    ProcessDir();  // exports RERAIL_PROFILE_DIR
     setenv("RERAIL_PROFILE_MASK", "all", 1);
   }
   std::unique_ptr<NcclEmu> Open(uint64_t comm, int version = 0) {
