@@ -69,7 +69,8 @@ Status RankRunner::Setup() {
   Comm::SetLogRank(o_.rank);
   start_ns_ = NowNs();
   deadline_ = Deadline::AfterMs(static_cast<uint64_t>(o_.timeout_s) * 1000);
-  RR_CHECK(MakeSocketOob(o_.rendezvous, o_.rank, o_.nranks, kSetupTimeoutMs, &oob_));
+  if (o_.rendezvous == "boot") RR_CHECK(MakeBootOob(o_.rank, o_.nranks, kSetupTimeoutMs, &oob_));
+  else RR_CHECK(MakeSocketOob(o_.rendezvous, o_.rank, o_.nranks, kSetupTimeoutMs, &oob_));
   std::vector<ConnKey> keys;
   for (Coll c : o_.colls)
     for (const ConnKey& k : ConnsFor(c, o_.nranks, o_.rank, o_.channels))

@@ -5,6 +5,7 @@ find_package(nlohmann_json REQUIRED)
 add_library(rerail_perf_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/options.cc
   ${CMAKE_CURRENT_LIST_DIR}/oob.cc
+  ${CMAKE_CURRENT_LIST_DIR}/boot_oob.cc
   ${CMAKE_CURRENT_LIST_DIR}/conn.cc
   ${CMAKE_CURRENT_LIST_DIR}/comm.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc
@@ -16,7 +17,7 @@ add_library(rerail_perf_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/rank.cc
   ${CMAKE_CURRENT_LIST_DIR}/launcher.cc)
 target_include_directories(rerail_perf_core PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(rerail_perf_core PUBLIC rerail_netdrv rerail_rails rerail_common nlohmann_json::nlohmann_json
+target_link_libraries(rerail_perf_core PUBLIC rerail_netdrv rerail_rails rerail_bootstrap_static rerail_common nlohmann_json::nlohmann_json
                       Threads::Threads)
 
 add_executable(rerail-perf ${CMAKE_CURRENT_LIST_DIR}/main.cc)
