@@ -119,6 +119,7 @@ int SendComm::LiveLinks() const {
 Status SendComm::Isend(const void* data, size_t size, Request** req) {
   *req = nullptr;
   if (state_ == ConnState::kFailed) return failure_;
+  if (state_ == ConnState::kPeerClosed) return Fail(Code::kRemoteError, "isend after the receiver closed the connection");
   if (size > 0 && data == nullptr) return Status::Internal("isend of " + std::to_string(size) + " bytes from NULL");
   if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Progress();  // NCCL retries
   Request* r = pool_.Get(true);
@@ -277,7 +278,8 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
   if (peer_closed) ++peer_closed_links_;
   int live = LiveLinks();
   if (live == 0 && no_link_since_ns_ == 0) no_link_since_ns_ = now;
-  if (!was_probing) {
+  bool orderly = peer_closed && acked_ == next_seq_;
+  if (!was_probing && !orderly) {
     notices_.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
                              static_cast<uint64_t>(idx), 0, 0});
     RR_WARN("rail %s to peer %s failed (%s): re-sending %zu bytes (%zu chunks) on %d surviving link(s)",
@@ -322,6 +324,10 @@ Status SendComm::Watchdog(uint64_t now) {
     return Status::Ok();
   }
   if (peer_closed_links_ >= static_cast<int>(links_.size()) || (links_.size() == 1 && peer_closed_links_ > 0)) {
+    if (acked_ == next_seq_) {  // everything delivered: an orderly close by the receiver
+      Transition(ConnState::kPeerClosed, "receiver closed the connection");
+      return Status::Ok();
+    }
     return Fail(Code::kRemoteError, "peer " + links_[0].plan.remote.ToString() + " closed every link");
   }
   if (no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns) {
@@ -333,6 +339,7 @@ Status SendComm::Watchdog(uint64_t now) {
 
 Status SendComm::Progress() {
   if (state_ == ConnState::kFailed) return failure_;
+  if (state_ == ConnState::kPeerClosed) return Status::Ok();  // nothing outstanding by construction
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
     for (auto& l : links_) {
@@ -352,7 +359,7 @@ Status SendComm::Test(Request* r, int* done, int* size) {
   *done = 0;
   if (r->state != ReqState::kDone) {
     Status st = Progress();
-    if (!st.ok()) return st;
+    if (!st.ok() && r->state != ReqState::kDone) return st;  // completed before the failure: still done
   }
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;
