@@ -34,6 +34,10 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
     : Comm(kSendCommMagic), cfg_(cfg), nonce_(nonce), links_(plan.size()) {
   conn_id_ = conn_id;
   setup_start_ns_ = NowNs();
+  std::vector<double> nominal;
+  for (const auto& p : plan) nominal.push_back(cfg_.transport->Device(p.local_dev).speed_mbps * 1e6);
+  sched_.Reset(nominal);
+  eligible_.assign(plan.size(), false);
   for (size_t i = 0; i < plan.size(); ++i) {
     TxLink& l = links_[i];
     l.plan = plan[i];
@@ -119,6 +123,7 @@ int SendComm::LiveLinks() const {
 Status SendComm::Isend(const void* data, size_t size, Request** req) {
   *req = nullptr;
   if (state_ == ConnState::kFailed) return failure_;
+  if (state_ == ConnState::kPeerClosed) return Fail(Code::kRemoteError, "isend after the receiver closed the connection");
   if (size > 0 && data == nullptr) return Status::Internal("isend of " + std::to_string(size) + " bytes from NULL");
   if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Progress();  // NCCL retries
   Request* r = pool_.Get(true);
@@ -155,6 +160,11 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
     return true;
   }
   if (!Eligible(l)) return false;
+  int idx = static_cast<int>(&l - links_.data());
+  if (links_.size() > 1) {
+    for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
+    if (!sched_.Admit(idx, eligible_, cfg_.chunk)) return false;  // another rail would finish it sooner
+  }
   ChunkRef c{};
   bool have = false;
   while (!requeue_.empty() && !have) {
@@ -176,6 +186,7 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
   s->len = c.len;
   s->busy = true;
   l.inflight.push_back(c);
+  sched_.OnQueued(idx, c.len);
   return true;
 }
 
@@ -195,13 +206,18 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
     size_t n = 0;
     int err = 0;
     IoState st = l.link->Writev(i, iov, cnt, &n, &err);
-    if (st == IoState::kAgain) return Status::Ok();
+    int idx = static_cast<int>(&l - links_.data());
+    if (st == IoState::kAgain) {
+      sched_.OnBlocked(idx, NowNs());
+      return Status::Ok();
+    }
     if (st != IoState::kOk) {
       FailLink(l, std::string("send failed: ") + (st == IoState::kClosed ? "closed" : strerror(err)),
                err == ECONNRESET || err == EPIPE);
       return Status::Ok();
     }
     *progressed = true;
+    sched_.OnWritten(idx, n, NowNs());
     l.bytes += n;
     s.done += n;
     if (s.done < sizeof(Frame) + s.len) return Status::Ok();  // socket buffer full
@@ -212,8 +228,12 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
 void SendComm::OnAck(uint64_t ack) {
   if (ack <= acked_ || ack > next_seq_) return;
   for (; acked_ < ack; ++acked_) msgs_[acked_ % RxTracker::kWindow].req->state = ReqState::kDone;
-  for (auto& l : links_) {
-    while (!l.inflight.empty() && l.inflight.front().seq < acked_) l.inflight.pop_front();
+  for (size_t i = 0; i < links_.size(); ++i) {
+    auto& q = links_[i].inflight;
+    while (!q.empty() && q.front().seq < acked_) {
+      sched_.OnQueued(static_cast<int>(i), -static_cast<int64_t>(q.front().len));
+      q.pop_front();
+    }
   }
 }
 
@@ -265,6 +285,7 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
     ++chunks;
   }
   l.inflight.clear();
+  sched_.ClearQueued(idx);
   bool was_probing = l.fsm.state() == LinkState::kProbing;
   l.fsm.Transition(LinkState::kFailed, why);
   l.link.reset();
@@ -277,7 +298,8 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
   if (peer_closed) ++peer_closed_links_;
   int live = LiveLinks();
   if (live == 0 && no_link_since_ns_ == 0) no_link_since_ns_ = now;
-  if (!was_probing) {
+  bool orderly = peer_closed && acked_ == next_seq_;
+  if (!was_probing && !orderly) {
     notices_.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
                              static_cast<uint64_t>(idx), 0, 0});
     RR_WARN("rail %s to peer %s failed (%s): re-sending %zu bytes (%zu chunks) on %d surviving link(s)",
@@ -322,6 +344,10 @@ Status SendComm::Watchdog(uint64_t now) {
     return Status::Ok();
   }
   if (peer_closed_links_ >= static_cast<int>(links_.size()) || (links_.size() == 1 && peer_closed_links_ > 0)) {
+    if (acked_ == next_seq_) {  // everything delivered: an orderly close by the receiver
+      Transition(ConnState::kPeerClosed, "receiver closed the connection");
+      return Status::Ok();
+    }
     return Fail(Code::kRemoteError, "peer " + links_[0].plan.remote.ToString() + " closed every link");
   }
   if (no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns) {
@@ -333,6 +359,7 @@ Status SendComm::Watchdog(uint64_t now) {
 
 Status SendComm::Progress() {
   if (state_ == ConnState::kFailed) return failure_;
+  if (state_ == ConnState::kPeerClosed) return Status::Ok();  // nothing outstanding by construction
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
     for (auto& l : links_) {
@@ -352,7 +379,7 @@ Status SendComm::Test(Request* r, int* done, int* size) {
   *done = 0;
   if (r->state != ReqState::kDone) {
     Status st = Progress();
-    if (!st.ok()) return st;
+    if (!st.ok() && r->state != ReqState::kDone) return st;  // completed before the failure: still done
   }
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;
