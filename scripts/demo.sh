@@ -64,13 +64,15 @@ RERAIL_TCP_IFNAME=rail "$PERF" all_reduce --plugin "$PLUGIN" -N 2 --hosts "$HOST
   --fault "at=${FAULT_AT}s,host=0,rail=1,kind=down" \
   --fault "at=${HEAL_AT}s,host=0,rail=1,kind=heal" \
   --fault "at=${HEAL_AT}s,host=0,rail=1,kind=slow:${RATE}" \
-  --timeline "$OUT/timeline.csv" -J "$OUT/results.json" >"$OUT/table.txt" &
+  --timeline "$OUT/timeline.csv" -J "$OUT/results.json" >"$OUT/table.txt" 2>"$OUT/rerail-perf.log" &
 perf_pid=$!
 wait "$perf_pid"
 rc=$?
 perf_pid=""
 set -e
 cat "$OUT/table.txt"
+echo "demo: the plugin logged $(grep -c 'NET/rerail' "$OUT/rerail-perf.log" || true) WARN lines (failovers, re-sends):" \
+     "$OUT/rerail-perf.log"
 echo
 if [ -s "$OUT/timeline.csv" ]; then
   "$PY" scripts/plot.py "$OUT/timeline.csv" -o "$OUT/timeline.png" --summary \
@@ -80,7 +82,7 @@ else
 fi
 echo
 if [ "$rc" -eq 0 ] && grep -q "^# Out of bounds values : 0 OK" "$OUT/table.txt"; then
-  echo "demo: every result verified (#wrong = 0); outputs in $OUT/ (table.txt, results.json, timeline.csv, timeline.png)"
+  echo "demo: every result verified (#wrong = 0); outputs in $OUT/ (table.txt, results.json, timeline.csv, timeline.png, rerail-perf.log)"
   exit 0
 fi
 echo "demo: rerail-perf exited with $rc (1: wrong values, 2: a rank failed — without multi-rail failover a" \

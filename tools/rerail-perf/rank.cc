@@ -197,6 +197,7 @@ Status RankRunner::Finish() {
     board_.Sample(NowNs(), timeline_.get(), /*force=*/true);
     timeline_->AddMeta("resent_bytes", board_.ResentBytes());
   }
+  timeline_->AddMeta("ranks_with_rail_counters", board_.Active() ? 1 : 0);
   for (const PluginWarning& w : Comm::PluginWarnings())
     timeline_->AddEvent({(static_cast<double>(w.t_ns) - timeline_->t0_ns()) * 1e-9, "plugin",
                          "rank " + std::to_string(o_.rank) + ": " + w.text});
