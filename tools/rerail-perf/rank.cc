@@ -75,7 +75,7 @@ Status RankRunner::Setup() {
   for (Coll c : o_.colls)
     for (const ConnKey& k : ConnsFor(c, o_.nranks, o_.rank, o_.channels))
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-  RR_CHECK(Comm::Setup(o_.plugin, oob_.get(), keys, o_.channels, kSetupTimeoutMs, &comm_));
+  RR_CHECK(Comm::Setup(o_.plugin, oob_.get(), keys, kSetupTimeoutMs, &comm_));
   // Per-rail bytes from the plugin's board when it publishes one, else per NCCL device.
   board_.Discover();
   timeline_ = std::make_unique<Timeline>(o_.t0_ns ? o_.t0_ns : start_ns_,
