@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "rerail/boot/exchange.h"
@@ -42,6 +43,12 @@ void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = 
   std::vector<Status> results(n);
   std::vector<std::vector<std::string>> tables(n);
   if (stats) stats->resize(n);
+  std::mutex mu;
+  std::vector<std::string> warns;  // a healthy exchange logs no WARN (no stranger, no bad transition)
+  log::SetCapture([&](log::Level l, const std::string& line) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (l == log::Level::kWarn) warns.push_back(line);
+  });
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       ExchangeOptions o;
@@ -56,6 +63,8 @@ void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = 
     });
   }
   for (auto& t : threads) t.join();
+  log::SetCapture(nullptr);
+  EXPECT_TRUE(warns.empty()) << warns.front();
   for (int r = 0; r < n; ++r) {
     ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].ToString();
     ASSERT_EQ(tables[r].size(), static_cast<size_t>(n));
