@@ -135,6 +135,19 @@ TEST(BootExchange, MixedAlgorithmsAreRejected) {
   EXPECT_FALSE(sb.ok());
 }
 
+TEST(BootExchange, Ipv6AndMixedFamilies) {
+  JobSpec s;
+  s.hosts = {"::1", "127.0.0.1"};  // one IPv6 host, one IPv4 host in the same job
+  s.ranks_per_host = 3;
+  s.port_base = BasePort(33);
+  s.port_span = 64;
+  std::unique_ptr<Job> job;
+  ASSERT_TRUE(Job::Create(s, &job).ok());
+  EXPECT_EQ(job->Address(0, 0).ToString().rfind("[::1]:", 0), 0u);
+  RunAll(*job, 0, nullptr, ExchangeAlgorithm::kBruck);
+  RunAll(*job, 1, nullptr, ExchangeAlgorithm::kRing);
+}
+
 TEST(BootExchange, ConsecutiveGroupsDoNotCollide) {
   auto job = MakeJob(2, 4, 30);
   RunAll(*job, 0);
