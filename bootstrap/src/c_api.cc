@@ -115,7 +115,11 @@ uint64_t rerailJobMagic(const rerailJob* job, uint64_t group) {
   return job && job->job ? job->job->Magic(group) : 0;
 }
 
-rerailResult_t rerailUniqueId(const rerailJob* job, uint64_t group, int flags, rerailUniqueId_t* id) {
+rerailResult_t rerailUniqueId(const rerailJob* job, uint64_t group, rerailUniqueId_t* id) {
+  return rerailUniqueIdEx(job, group, RERAIL_ID_NCCL_MAGIC, id);
+}
+
+rerailResult_t rerailUniqueIdEx(const rerailJob* job, uint64_t group, int flags, rerailUniqueId_t* id) {
   return Guard([&]() -> rr::Status {
     RR_CHECK(CheckJob(job, 0));
     if (id == nullptr) return rr::Status::InvalidArg("id is NULL");

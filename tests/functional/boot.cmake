@@ -31,6 +31,6 @@ add_test(NAME boot_exported_symbols COMMAND bash -c "set -e; so=$<TARGET_FILE:re
 syms=$(nm -D --defined-only $so | awk '{print $3}' | sort); echo \"$syms\"; \
 ! echo \"$syms\" | grep -v '^rerail'; \
 for f in rerailJobCreate rerailJobFromEnv rerailJobDestroy rerailJobNumRanks rerailRootlessRequested rerailAddress \
-rerailCommIdString rerailJobMagic rerailUniqueId rerailUniqueIdFromString rerailAllGather rerailCommInitStoreless \
+rerailCommIdString rerailJobMagic rerailUniqueId rerailUniqueIdEx rerailUniqueIdFromString rerailAllGather rerailCommInitStoreless \
 rerailCommRecover rerailGetLastError; do echo \"$syms\" | grep -qx $f; done")
 set_tests_properties(boot_exported_symbols PROPERTIES LABELS functional TIMEOUT 30)

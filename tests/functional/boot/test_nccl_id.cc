@@ -109,10 +109,11 @@ TEST_F(BootNcclId, JobGroupIdThroughSharedLibrary) {
   void* so = dlopen(RERAIL_TEST_BOOT_SO, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(so, nullptr) << dlerror();
   auto create = reinterpret_cast<decltype(&rerailJobCreate)>(dlsym(so, "rerailJobCreate"));
-  auto uid = reinterpret_cast<decltype(&rerailUniqueId)>(dlsym(so, "rerailUniqueId"));
+  auto uid0 = reinterpret_cast<decltype(&rerailUniqueId)>(dlsym(so, "rerailUniqueId"));
+  auto uid = reinterpret_cast<decltype(&rerailUniqueIdEx)>(dlsym(so, "rerailUniqueIdEx"));
   auto commid = reinterpret_cast<decltype(&rerailCommIdString)>(dlsym(so, "rerailCommIdString"));
   auto destroy = reinterpret_cast<decltype(&rerailJobDestroy)>(dlsym(so, "rerailJobDestroy"));
-  ASSERT_TRUE(create && uid && commid && destroy);
+  ASSERT_TRUE(create && uid0 && uid && commid && destroy);
   EXPECT_EQ(dlsym(so, "_ZN2rr4boot3Job6CreateERKNS0_7JobSpecEPSt10unique_ptrIS1_St14default_deleteIS1_EE"), nullptr)
       << "C++ internals must stay hidden";
   rerailJob* job = nullptr;
@@ -121,7 +122,7 @@ TEST_F(BootNcclId, JobGroupIdThroughSharedLibrary) {
     char cid[128];
     ASSERT_EQ(commid(job, group, cid, sizeof(cid)), RERAIL_SUCCESS);
     rerailUniqueId_t id, jid;
-    ASSERT_EQ(uid(job, group, RERAIL_ID_NCCL_MAGIC, &id), RERAIL_SUCCESS);
+    ASSERT_EQ(uid0(job, group, &id), RERAIL_SUCCESS);
     ASSERT_EQ(uid(job, group, RERAIL_ID_JOB_MAGIC, &jid), RERAIL_SUCCESS);
     ChildResult nccl = NcclIdInChild(cid);
     ASSERT_TRUE(nccl.ok) << nccl.error;
