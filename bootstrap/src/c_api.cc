@@ -168,6 +168,20 @@ rerailResult_t rerailCommInitStoreless(const rerailJob* job, uint64_t group, int
   });
 }
 
+rerailResult_t rerailCommInitScalable(const rerailJob* job, uint64_t group, int rank, int nRoots, int timeoutMs,
+                                      void* newcomm) {
+  return Guard([&]() -> rr::Status {
+    RR_CHECK(CheckJob(job, rank));
+    if (newcomm == nullptr) return rr::Status::InvalidArg("newcomm is NULL");
+    RR_CHECK(rr::Params::Load());
+    rr::boot::NcclLib* nccl = nullptr;
+    RR_CHECK(rr::boot::NcclLib::Default(&nccl));
+    uint64_t timeout = timeoutMs > 0 ? static_cast<uint64_t>(timeoutMs)
+                                     : static_cast<uint64_t>(rr::Params::Int(rr::ParamId::BootTimeoutMs));
+    return rr::boot::CommInitScalable(*nccl, *job->job, group, rank, nRoots, timeout, static_cast<void**>(newcomm));
+  });
+}
+
 rerailResult_t rerailCommRecover(const rerailJob* job, uint64_t* group, int rank, void* comm, const int* excludeRanks,
                                  int nExclude, int mode, int flags, void* newcomm) {
   return Guard([&]() -> rr::Status {

@@ -32,5 +32,5 @@ syms=$(nm -D --defined-only $so | awk '{print $3}' | sort); echo \"$syms\"; \
 ! echo \"$syms\" | grep -v '^rerail'; \
 for f in rerailJobCreate rerailJobFromEnv rerailJobDestroy rerailJobNumRanks rerailRootlessRequested rerailAddress \
 rerailCommIdString rerailJobMagic rerailUniqueId rerailUniqueIdEx rerailUniqueIdFromString rerailAllGather rerailCommInitStoreless \
-rerailCommRecover rerailGetLastError; do echo \"$syms\" | grep -qx $f; done")
+rerailCommRecover rerailCommInitScalable rerailGetLastError; do echo \"$syms\" | grep -qx $f; done")
 set_tests_properties(boot_exported_symbols PROPERTIES LABELS functional TIMEOUT 30)

@@ -105,6 +105,13 @@ RERAIL_BOOT_API rerailResult_t rerailAllGather(const rerailJob* job, uint64_t gr
  * ncclComm_t*. Blocking like ncclCommInitRank. flags: RERAIL_ID_*. */
 RERAIL_BOOT_API rerailResult_t rerailCommInitStoreless(const rerailJob* job, uint64_t group, int rank, int flags, void* newcomm);
 
+/* Multi-root store-less init (ncclCommInitRankScalable, NCCL >= 2.23): the first rank of each of
+ * nRoots blocks (NCCL's block layout) calls ncclGetUniqueId, which starts a root in that process; the
+ * ids reach every rank through the rootless exchange of `group` (planned ports); NCCL_COMM_ID is unset.
+ * All ranks must pass the same nRoots (1..nranks). timeoutMs 0: RERAIL_BOOT_TIMEOUT_MS. */
+RERAIL_BOOT_API rerailResult_t rerailCommInitScalable(const rerailJob* job, uint64_t group, int rank, int nRoots,
+                                                      int timeoutMs, void* newcomm);
+
 /* Recovery modes. */
 #define RERAIL_RECOVER_SHRINK 0   /* ncclCommShrink(NCCL_SHRINK_ABORT) without excludeRanks; parent aborted. NCCL >= 2.27 */
 #define RERAIL_RECOVER_RECREATE 1 /* revoke (if present) + abort, then store-less init with ++*group, same size */

@@ -168,8 +168,24 @@ TEST_F(BootCApi, CommInitStorelessReachesNccl) {
                                       {"RERAIL_NCCL_LIB", RERAIL_TEST_NCCL_LIB}, {"NCCL_DEBUG", "NONE"}}, kJobVars);
   // NCCL_COMM_ID was set to rank 0's planned address before NCCL was called.
   EXPECT_NE(out.find(" env=127.0.0.1:" + base), std::string::npos) << out;
-  if (out.rfind("rc=0", 0) == 0) EXPECT_NE(out.find("recover=0 group=1"), std::string::npos) << out;
-  else EXPECT_NE(out.find("ncclCommInitRank failed"), std::string::npos) << out;  // NCCL itself refused (no GPU)
+  if (out.rfind("rc=0", 0) == 0) {
+    EXPECT_NE(out.find("recover=0 group=1"), std::string::npos) << out;
+  } else {
+    EXPECT_NE(out.find("ncclCommInitRank failed"), std::string::npos) << out;  // NCCL itself refused (no GPU)
+  }
+  std::printf("%s\n", out.c_str());
+}
+
+TEST_F(BootCApi, CommInitScalableReachesNccl) {
+  void* nccl = dlopen(RERAIL_TEST_NCCL_LIB, RTLD_NOW | RTLD_LOCAL);
+  if (!nccl) GTEST_SKIP() << "no libnccl: " << dlerror();
+  dlclose(nccl);
+  std::string base = std::to_string(20000 + getpid() % 9000);
+  std::string out = RunChild("scalable", {{"RERAIL_HOSTS", "127.0.0.1"}, {"RERAIL_PORT_BASE", base.c_str()},
+                                          {"RERAIL_NCCL_LIB", RERAIL_TEST_NCCL_LIB}, {"NCCL_DEBUG", "NONE"}}, kJobVars);
+  if (out.rfind("rc=0", 0) != 0) {
+    EXPECT_NE(out.find("ncclCommInitRankScalable failed"), std::string::npos) << out;  // NCCL refused (no GPU)
+  }
   std::printf("%s\n", out.c_str());
 }
 
