@@ -453,9 +453,10 @@ bool Exchange::Impl::ShouldExit() {
 
 void Exchange::Impl::Loop() {
   std::vector<pollfd> pfds;
-  while (!ShouldExit()) {
+  for (;;) {
     if (state_ == ClientState::kIdle) StartRequest();
     if (state_ == ClientState::kBackoff && NowNs() >= retry_at_ns_) StartRequest();
+    if (ShouldExit()) break;  // after StartRequest: it may just have sent the last bye
     bool pulling = false;
     {
       std::lock_guard<std::mutex> lk(mu_);
