@@ -108,7 +108,12 @@ build() {
     ns=$(host_ns "$h")
     ip netns add "$ns" || return 1
     ip -n "$ns" link set lo up || return 1
-    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+    # Strict multi-homing, as on real multi-rail hosts: answer ARP only for the address of the
+    # interface asked on, and drop packets arriving on the wrong rail. Without it Linux's weak host
+    # model lets a socket pinned to rail0 reach the peer's rail-1 address over rail 0.
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
+      net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 net.ipv4.conf.all.rp_filter=1 \
+      net.ipv4.conf.default.rp_filter=1 >/dev/null || return 1
     for ((r = 0; r < K; r++)); do
       ip -n "$ns" link add "rail$r" type veth peer name "h${h}r${r}" netns "$SW" || return 1
       ip -n "$SW" link set "h${h}r${r}" master "br$r" up || return 1

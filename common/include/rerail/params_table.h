@@ -41,6 +41,8 @@
            "Event kinds the profiler records: group,coll,p2p,proxyop,proxystep,proxyctrl,kernelch,net,all")   \
   RR_PARAM(ProfileDir, "PROFILE_DIR", kString, ".", "", "", "Directory for trace JSON, summary and Prometheus textfile") \
   RR_PARAM(ProfileFlushS, "PROFILE_FLUSH_S", kInt, "0", "s", "0:86400", "Also write outputs every N seconds (0: only at finalize)") \
+  RR_PARAM(ProfileRing, "PROFILE_RING", kInt, "32768", "records", "1024:16777216",                       \
+           "Per-thread profiler ring (128 B records, rounded up to a power of 2); when full, records are dropped and counted") \
   /* bootstrap */                                                                                          \
   RR_PARAM(Hosts, "HOSTS", kString, "", "", "", "Job hosts: comma list or Slurm node list (gpu[001-004,010]); alias SLURM_JOB_NODELIST") \
   RR_PARAM(RanksPerHost, "RANKS_PER_HOST", kInt, "0", "ranks", "0:65536", "Ranks on each host of the bootstrap plan (alias N_PROC_PER_NODE); 0 = unset (1)") \
