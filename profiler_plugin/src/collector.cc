@@ -167,10 +167,16 @@ bool Collector::OnBegin(const Record& r, bool last_try) {
     return true;
   }
   EventRec* parent = nullptr;
+  const Written* written = nullptr;
   if (r.parent != 0) {
     auto it = open_.find(r.parent);
-    if (it != open_.end()) parent = &it->second;
-    else if (!last_try) return false;
+    if (it != open_.end()) {
+      parent = &it->second;
+    } else {
+      auto wit = written_.find(r.parent);
+      if (wit != written_.end()) written = &wit->second;
+      else if (!last_try) return false;
+    }
   }
   if (open_.size() >= kMaxOpen) {
     ++g_.dropped_open;
@@ -180,7 +186,7 @@ bool Collector::OnBegin(const Record& r, bool last_try) {
   ev.ctx = ctx;
   ev.id = r.id;
   ev.parent_id = parent != nullptr ? r.parent : 0;
-  ev.parent_lost = r.parent != 0 && parent == nullptr;
+  ev.parent_lost = r.parent != 0 && parent == nullptr && written == nullptr;
   ev.type = r.type;
   ev.seq = ++ctx->next_seq;
   ev.visible = (ctx->visible_mask & static_cast<int>(r.type)) != 0;
@@ -190,8 +196,11 @@ bool Collector::OnBegin(const Record& r, bool last_try) {
   if (parent != nullptr) {
     ev.vis_parent = parent->visible ? parent->seq : parent->vis_parent;
     ++parent->pending_children;
+  } else if (written != nullptr) {
+    ev.vis_parent = written->visible ? written->seq : written->vis_parent;
   }
   ev.track = TrackFor(ev, parent);
+  if (parent == nullptr && written != nullptr && ev.type == RR_PROF_PROXY_STEP) ev.track = written->track;
   open_.emplace(r.id, std::move(ev));
   return true;
 }
@@ -242,6 +251,7 @@ void Collector::Complete(uint64_t id) {
     EventRec ev = std::move(it->second);
     open_.erase(it);
     if (ev.ctx->out != nullptr) ev.ctx->out->Emit(ev);
+    Remember(ev);
     id = 0;
     if (ev.parent_id == 0) break;
     auto pit = open_.find(ev.parent_id);
@@ -251,6 +261,19 @@ void Collector::Complete(uint64_t id) {
     p.last_ns = std::max(p.last_ns, ev.last_ns);
     if (p.stop_ns != 0 && p.pending_children == 0 && !Lingers(p.type)) id = ev.parent_id;
   }
+}
+
+void Collector::Remember(const EventRec& ev) {
+  // Only events that can have children starting after they are written.
+  if (!Lingers(ev.type) && ev.type != RR_PROF_PROXY_OP) return;
+  if (written_order_.size() < kRecentWritten) {
+    written_order_.push_back(ev.id);
+  } else {
+    written_.erase(written_order_[written_next_]);
+    written_order_[written_next_] = ev.id;
+    written_next_ = (written_next_ + 1) % kRecentWritten;
+  }
+  written_[ev.id] = Written{ev.seq, ev.vis_parent, ev.visible, ev.track};
 }
 
 void Collector::ReleaseLingering(uint64_t now, Context* only_closing) {

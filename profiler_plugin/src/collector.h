@@ -15,6 +15,8 @@
 //         the host right after enqueue, long before their proxy operations finish. Such events stay open
 //         ("linger") for linger_ns after their last activity so late children can still attach.
 //       - Events never stopped when their comm closes are written with args.unfinished = true.
+//       - A child starting after its parent was written (later than the linger time) still names it as
+//         parent (a bounded memory of recently written parents), but cannot extend its extent.
 //   * Memory: open events are capped (kMaxOpen); starts beyond it are dropped and counted.
 #pragma once
 
@@ -64,8 +66,20 @@ class Collector {
   void FinishContext(Context* ctx);
   static bool Lingers(uint32_t type);
 
+  // What a late child needs from an already written parent (its trace id and track).
+  struct Written {
+    uint64_t seq, vis_parent;
+    bool visible;
+    int track;
+  };
+  static constexpr size_t kRecentWritten = 1u << 16;
+  void Remember(const EventRec& ev);
+
   const uint64_t linger_ns_;
   std::unordered_map<uint64_t, EventRec> open_;
+  std::unordered_map<uint64_t, Written> written_;  // the last kRecentWritten Group/Coll/P2p/ProxyOp events
+  std::vector<uint64_t> written_order_;            // ring of their ids, oldest at written_next_
+  size_t written_next_ = 0;
   std::vector<uint64_t> lingering_;  // stopped Group/Coll/P2p ids waiting for late children
   std::vector<Pending> deferred_;
   std::vector<Record> drained_;

@@ -310,6 +310,26 @@ TEST_F(ProfTree, EventsNeverStoppedAreWrittenAsUnfinished) {
   EXPECT_EQ(LoadJson(Base(0, comm) + ".summary.json").at("unfinished"), 2u);
 }
 
+TEST_F(ProfTree, LateProxyOpStillNamesItsCollective) {
+  const uint64_t comm = 0x7ee0005;
+  auto emu = Open(comm);
+  ASSERT_TRUE(emu);
+  void* g = emu->StartGroup();
+  void* c = emu->StartColl(g, NcclEmu::CollInfo{});
+  emu->Stop(c);
+  emu->Stop(g);
+  // Long enough for the collective to be written before its proxy op starts (a GPU with a deep queue).
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  void* op = emu->StartProxyOp(c, 0, 1, 1, 4096, true);
+  emu->Stop(op);
+  ASSERT_TRUE(emu->Finalize().ok());
+  TraceIndex t(LoadJson(Base(0, comm) + ".trace.json"));
+  ASSERT_EQ(t.Count("proxyop"), 1u);
+  uint64_t o = t.by_cat["proxyop"][0];
+  EXPECT_EQ(t.Parent(o), t.by_cat["coll"][0]);
+  EXPECT_FALSE(t.At(o).at("args").contains("parent_lost"));
+}
+
 TEST_F(ProfTree, NullAndForeignInputsAreHarmless) {
   const uint64_t comm = 0x7ee0004;
   auto emu = Open(comm);
