@@ -83,6 +83,26 @@ std::string MaskNames(int mask) {
   return s.empty() ? "none" : s;
 }
 
+// RERAIL_PROFILE_MASK and RERAIL_PROFILE_DIR, with the WARN lines bad values deserve.
+Status ReadConfig(uint64_t comm_id, int* mask, std::string* dir) {
+  Status st = Params::Load();
+  if (!st.ok()) {
+    RR_WARN_P(kP, "%s", st.message().c_str());
+    return st;
+  }
+  std::string bad;
+  *mask = ParseMask(Params::Str(ParamId::ProfileMask), &bad);
+  if (!bad.empty())
+    RR_WARN_P(kP, "RERAIL_PROFILE_MASK=%s: unknown event kind(s) '%s' ignored; accepted: %s",
+              Params::Str(ParamId::ProfileMask).c_str(), bad.c_str(), kMaskWords);
+  *dir = Params::Str(ParamId::ProfileDir).empty() ? "." : Params::Str(ParamId::ProfileDir);
+  st = EnsureDir(*dir);
+  if (!st.ok())
+    RR_WARN_P(kP, "%s; profiling disabled for comm %llx", st.message().c_str(),
+              static_cast<unsigned long long>(comm_id));
+  return st;
+}
+
 }  // namespace
 
 int ParseMask(const std::string& text, std::string* bad) {
@@ -126,23 +146,10 @@ Status Profiler::Init(Context** out, uint64_t comm_id, int* activation_mask, con
   if (out == nullptr || activation_mask == nullptr) return Status::Internal("profiler init: NULL context or mask");
   *out = nullptr;
   if (logfn != nullptr) log::SetLogger(reinterpret_cast<log::LoggerFn>(logfn));
-  Status st = Params::Load();
-  if (!st.ok()) {
-    RR_WARN_P(kP, "%s", st.message().c_str());
-    return st;
-  }
-  std::string bad;
-  int mask = ParseMask(Params::Str(ParamId::ProfileMask), &bad);
-  if (!bad.empty())
-    RR_WARN_P(kP, "RERAIL_PROFILE_MASK=%s: unknown event kind(s) '%s' ignored; accepted: %s",
-              Params::Str(ParamId::ProfileMask).c_str(), bad.c_str(), kMaskWords);
-  const std::string dir = Params::Str(ParamId::ProfileDir).empty() ? "." : Params::Str(ParamId::ProfileDir);
-  st = EnsureDir(dir);
-  if (!st.ok()) {
-    RR_WARN_P(kP, "%s; profiling disabled for comm %llx", st.message().c_str(),
-              static_cast<unsigned long long>(comm_id));
-    return st;
-  }
+  int mask = 0;
+  std::string dir;
+  Status st = ReadConfig(comm_id, &mask, &dir);
+  if (!st.ok()) return st;
 
   Global& g = G();
   std::lock_guard<std::mutex> lock(g.mu);

@@ -49,6 +49,41 @@ void NetArgs(const rrProfNetEvent_v1_t& n, json* args) {
   if (n.reason[0] != '\0') (*args)["reason"] = std::string(n.reason, strnlen(n.reason, sizeof(n.reason)));
 }
 
+// NCCL API events (v5) and copy-engine collective events (v6).
+std::string DescribeApiCe(const EventRec& ev, json* args) {
+  const rrProfEventDescr_v5_t d = View(ev);
+  const rrProfEventDescr_v6_t d6 = View6(ev);
+  switch (ev.type) {
+    case RR_PROF_GROUP_API:
+      *args = {{"groupDepth", d.groupApi.groupDepth}, {"graphCaptured", d.groupApi.graphCaptured}};
+      return "GroupApi";
+    case RR_PROF_COLL_API:
+      *args = {{"count", d.collApi.count}, {"datatype", Str(d.collApi.datatype)}, {"root", d.collApi.root},
+               {"graphCaptured", d.collApi.graphCaptured}};
+      return std::string(d.collApi.func != nullptr ? d.collApi.func : "Coll") + "Api";
+    case RR_PROF_P2P_API:
+      *args = {{"count", d.p2pApi.count}, {"datatype", Str(d.p2pApi.datatype)},
+               {"graphCaptured", d.p2pApi.graphCaptured}};
+      return std::string(d.p2pApi.func != nullptr ? d.p2pApi.func : "P2p") + "Api";
+    case RR_PROF_KERNEL_LAUNCH: return "KernelLaunch";
+    case RR_PROF_CE_COLL: {
+      *args = {{"seq", d6.ceColl.seqNumber}, {"count", d6.ceColl.count}, {"datatype", Str(d6.ceColl.datatype)},
+               {"syncStrategy", Str(d6.ceColl.syncStrategy)}, {"batchSize", d6.ceColl.batchSize},
+               {"numBatches", d6.ceColl.numBatches}};
+      return std::string("CE ") + (d6.ceColl.func != nullptr ? d6.ceColl.func : "Coll");
+    }
+    case RR_PROF_CE_SYNC: {
+      *args = {{"nRanks", d6.ceSync.nRanks}, {"isComplete", d6.ceSync.isComplete}};
+      return "CE Sync";
+    }
+    case RR_PROF_CE_BATCH: {
+      *args = {{"numOps", d6.ceBatch.numOps}, {"totalBytes", d6.ceBatch.totalBytes}};
+      return "CE Batch";
+    }
+    default: return "Event";
+  }
+}
+
 // Fills name and the type-specific args; returns the name.
 std::string Describe(const EventRec& ev, json* args) {
   const rrProfEventDescr_v5_t d = View(ev);
@@ -91,36 +126,7 @@ std::string Describe(const EventRec& ev, json* args) {
       (*args)["pluginId"] = id;
       return "NetPlugin";
     }
-    case RR_PROF_GROUP_API:
-      *args = {{"groupDepth", d.groupApi.groupDepth}, {"graphCaptured", d.groupApi.graphCaptured}};
-      return "GroupApi";
-    case RR_PROF_COLL_API:
-      *args = {{"count", d.collApi.count}, {"datatype", Str(d.collApi.datatype)}, {"root", d.collApi.root},
-               {"graphCaptured", d.collApi.graphCaptured}};
-      return std::string(d.collApi.func != nullptr ? d.collApi.func : "Coll") + "Api";
-    case RR_PROF_P2P_API:
-      *args = {{"count", d.p2pApi.count}, {"datatype", Str(d.p2pApi.datatype)},
-               {"graphCaptured", d.p2pApi.graphCaptured}};
-      return std::string(d.p2pApi.func != nullptr ? d.p2pApi.func : "P2p") + "Api";
-    case RR_PROF_KERNEL_LAUNCH: return "KernelLaunch";
-    case RR_PROF_CE_COLL: {
-      const rrProfEventDescr_v6_t d6 = View6(ev);
-      *args = {{"seq", d6.ceColl.seqNumber}, {"count", d6.ceColl.count}, {"datatype", Str(d6.ceColl.datatype)},
-               {"syncStrategy", Str(d6.ceColl.syncStrategy)}, {"batchSize", d6.ceColl.batchSize},
-               {"numBatches", d6.ceColl.numBatches}};
-      return std::string("CE ") + (d6.ceColl.func != nullptr ? d6.ceColl.func : "Coll");
-    }
-    case RR_PROF_CE_SYNC: {
-      const rrProfEventDescr_v6_t d6 = View6(ev);
-      *args = {{"nRanks", d6.ceSync.nRanks}, {"isComplete", d6.ceSync.isComplete}};
-      return "CE Sync";
-    }
-    case RR_PROF_CE_BATCH: {
-      const rrProfEventDescr_v6_t d6 = View6(ev);
-      *args = {{"numOps", d6.ceBatch.numOps}, {"totalBytes", d6.ceBatch.totalBytes}};
-      return "CE Batch";
-    }
-    default: return "Event";
+    default: return DescribeApiCe(ev, args);
   }
 }
 
