@@ -107,18 +107,29 @@ void Collector::Pass(bool stopping) {
   drained_.clear();
   RingRegistry::Get().DrainAll(&drained_);
   g_.dropped_records = RingRegistry::Get().TotalDropped();
-  std::vector<Pending> work;
-  work.swap(deferred_);
-  work.reserve(work.size() + drained_.size());
-  for (const Record& r : drained_) work.push_back({r, false});
-  // Time order with starts before states before stops at equal times; the retry keeps late starts safe.
-  std::stable_sort(work.begin(), work.end(), [](const Pending& a, const Pending& b) {
-    if (a.rec.ts != b.rec.ts) return a.rec.ts < b.rec.ts;
-    return static_cast<int>(a.rec.op) < static_cast<int>(b.rec.op);
+  std::vector<Pending> retry;
+  retry.swap(deferred_);
+  // Sort small keys, not the 128-byte records: time order, starts before states before stops at equal
+  // times; retried records (older) index into `retry` with the top bit set.
+  constexpr uint32_t kRetryBit = 1u << 31;
+  struct Key {
+    uint64_t ts;
+    uint32_t op;
+    uint32_t idx;
+  };
+  std::vector<Key> keys;
+  keys.reserve(drained_.size() + retry.size());
+  for (uint32_t i = 0; i < retry.size(); ++i)
+    keys.push_back({retry[i].rec.ts, static_cast<uint32_t>(retry[i].rec.op), i | kRetryBit});
+  for (uint32_t i = 0; i < drained_.size(); ++i)
+    keys.push_back({drained_[i].ts, static_cast<uint32_t>(drained_[i].op), i});
+  std::stable_sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.op < b.op;
   });
-  for (const Pending& p : work) {
-    bool last = p.retried || stopping;
-    if (!Apply(p.rec, last)) deferred_.push_back({p.rec, true});
+  for (const Key& k : keys) {
+    bool is_retry = (k.idx & kRetryBit) != 0;
+    const Record& rec = is_retry ? retry[k.idx & ~kRetryBit].rec : drained_[k.idx];
+    if (!Apply(rec, is_retry || stopping)) deferred_.push_back({rec, true});
   }
 
   uint64_t now = NowNs();
@@ -130,6 +141,7 @@ void Collector::Pass(bool stopping) {
   }
   int64_t flush_s = Params::Int(ParamId::ProfileFlushS);
   for (Context* c : ctxs) {
+    if (c->out != nullptr) c->out->FlushTrace();
     if (c->closing.load(std::memory_order_acquire)) {
       // Two passes after finalize: the second one settles records the first one deferred.
       if (++c->close_passes >= 2) FinishContext(c);

@@ -75,25 +75,31 @@ Status CommOutput::Open() {
   nlohmann::json pname = {{"name", "process_name"}, {"ph", "M"}, {"pid", ctx_->rank}, {"tid", 0},
                           {"args", {{"name", "rank " + std::to_string(ctx_->rank) + " comm " + Hex(ctx_->comm_id)}}}};
   AppendTrace(pname.dump());
+  FlushTrace();
+  if (trace_failed_) return Status::System("write profile trace " + trace_path_);
   return Status::Ok();
 }
 
 void CommOutput::AppendTrace(const std::string& json_line) {
   if (trace_ == nullptr || trace_failed_) return;
-  // Overwrite the old tail, append, rewrite the tail: the file is valid JSON after every batch.
-  if (std::fseek(trace_, tail_pos_, SEEK_SET) != 0) {
-    trace_failed_ = true;
-    RR_WARN_P(kP, "trace %s: seek failed (%s); no more trace events for this comm", trace_path_.c_str(),
-              std::strerror(errno));
-    return;
-  }
-  if (!first_event_) std::fputc(',', trace_);
+  if (!first_event_) pending_ += ',';
   first_event_ = false;
-  std::fputc('\n', trace_);
-  std::fputs(json_line.c_str(), trace_);
-  tail_pos_ = std::ftell(trace_);
-  std::fputs(kTail, trace_);
-  if (std::ferror(trace_)) {
+  pending_ += '\n';
+  pending_ += json_line;
+  if (pending_.size() >= kFlushBytes) FlushTrace();
+}
+
+void CommOutput::FlushTrace() {
+  if (trace_ == nullptr || trace_failed_ || pending_.empty()) return;
+  // Overwrite the old tail, append the batch, rewrite the tail: the file is valid JSON after every flush.
+  bool ok = std::fseek(trace_, tail_pos_, SEEK_SET) == 0 &&
+            std::fwrite(pending_.data(), 1, pending_.size(), trace_) == pending_.size();
+  if (ok) {
+    tail_pos_ += static_cast<long>(pending_.size());
+    ok = std::fputs(kTail, trace_) >= 0 && std::fflush(trace_) == 0;
+  }
+  pending_.clear();
+  if (!ok) {
     trace_failed_ = true;
     RR_WARN_P(kP, "trace %s: write failed (%s); no more trace events for this comm", trace_path_.c_str(),
               std::strerror(errno));
@@ -256,7 +262,7 @@ bool CommOutput::WriteAtomic(const std::string& path, const std::string& text, b
 }
 
 void CommOutput::WriteSnapshots(const GlobalCounters& g, bool final) {
-  if (trace_ != nullptr && !trace_failed_) std::fflush(trace_);
+  FlushTrace();
   WriteAtomic(summary_path_, SummaryJson(g, final), &summary_warned_);
   WriteAtomic(prom_path_, PromText(g), &prom_warned_);
   if (final && trace_ != nullptr) {

@@ -6,8 +6,9 @@
 //
 // Contract
 //   * Used by the collector thread only (no locking inside). Never called from NCCL's threads.
-//   * The trace is streamed: Emit() appends each completed event and the file always ends with a valid
-//     closing tail (rewritten after each batch), so it parses at any flush point and memory stays bounded.
+//   * The trace is streamed: Emit() queues each completed event, FlushTrace() appends the batch and the file
+//     always ends with a valid closing tail (rewritten after each batch), so it parses after every flush
+//     and memory stays bounded (at most kFlushBytes are held).
 //     Trace timestamps are µs since the process's first profiler init (otherData.t0_unix_ns says when
 //     that was, so traces of several ranks can be aligned).
 //   * Summary and textfile are rewritten whole by WriteSnapshots(): written to a temporary file in the
@@ -71,7 +72,10 @@ class CommOutput {
   Status Open();
   // Appends one completed event to the trace (if visible) and updates the metrics.
   void Emit(const EventRec& ev);
-  // Rewrites the trace tail, the summary and the textfile. `final` marks the summary as complete.
+  // Writes the events emitted since the last flush to the trace file (one write per batch, so the
+  // collector calls it once per pass; also done when the batch exceeds kFlushBytes).
+  void FlushTrace();
+  // Flushes the trace, rewrites the summary and the textfile. `final` marks the summary as complete.
   void WriteSnapshots(const GlobalCounters& g, bool final);
 
   const std::string& trace_path() const { return trace_path_; }
@@ -94,6 +98,8 @@ class CommOutput {
   int64_t t0_unix_ns_;
   FILE* trace_ = nullptr;
   long tail_pos_ = 0;       // where the closing tail starts
+  std::string pending_;     // events not yet written
+  static constexpr size_t kFlushBytes = 1 << 20;
   bool first_event_ = true;
   bool trace_failed_ = false, summary_warned_ = false, prom_warned_ = false;
   std::set<int> tracks_;
