@@ -4,7 +4,10 @@
 // expected events and nesting, and that summary and Prometheus textfile agree with what was driven.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <condition_variable>
+#include <cstring>
 #include <cstdlib>
 #include <deque>
 #include <mutex>
@@ -328,6 +331,80 @@ TEST_F(ProfTree, LateProxyOpStillNamesItsCollective) {
   uint64_t o = t.by_cat["proxyop"][0];
   EXPECT_EQ(t.Parent(o), t.by_cat["coll"][0]);
   EXPECT_FALSE(t.At(o).at("args").contains("parent_lost"));
+}
+
+TEST_F(ProfTree, P2pTreeUnderItsGroup) {
+  const uint64_t comm = 0x7ee0006;
+  auto emu = Open(comm);
+  ASSERT_TRUE(emu);
+  NetEventEmitter net(NcclEmu::NetCallback());
+  void* g = emu->StartGroup();
+  void* send = emu->StartP2p(g, "Send", 1, 4096, "ncclInt8", 1);
+  void* recv = emu->StartP2p(g, "Recv", 1, 4096, "ncclInt8", 1);
+  emu->Stop(send);
+  emu->Stop(recv);
+  emu->Stop(g);
+  RunProxyOp(emu.get(), &net, send, 0, true);
+  RunProxyOp(emu.get(), &net, recv, 0, false);
+  ASSERT_TRUE(emu->Finalize().ok());
+  TraceIndex t(LoadJson(Base(0, comm) + ".trace.json"));
+  ASSERT_EQ(t.Count("p2p"), 2u);
+  ASSERT_EQ(t.Count("group"), 1u);
+  for (uint64_t p : t.by_cat["p2p"]) {
+    EXPECT_EQ(t.Parent(p), t.by_cat["group"][0]);
+    EXPECT_EQ(t.At(p).at("args").at("peer"), 1);
+    EXPECT_EQ(t.At(p).at("args").at("count"), 4096);
+    ASSERT_EQ(t.children[p].size(), 1u);
+    uint64_t op = t.children[p][0];
+    EXPECT_EQ(t.At(op).at("name"), t.At(p).at("name") == "Send" ? "ProxySend" : "ProxyRecv");
+  }
+  EXPECT_EQ(t.Count("net"), size_t(2 * kSteps));
+}
+
+TEST_F(ProfTree, V6CopyEngineEventsThroughTheRawTable) {
+  // NcclEmu does not emulate NCCL 2.30's copy-engine collectives; call the v6 table directly.
+  void* lib = dlopen(RERAIL_PROFILER_SO, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto* v6 = static_cast<const rrProfiler_v6_t*>(dlsym(lib, "ncclProfiler_v6"));
+  ASSERT_NE(v6, nullptr);
+  const uint64_t comm = 0x7ee0007;
+  void* ctx = nullptr;
+  int mask = 0;
+  ASSERT_EQ(v6->init(&ctx, comm, &mask, "ce", 1, 1, 0, nullptr), 0);
+  EXPECT_TRUE(mask & RR_PROF_CE_COLL);
+  rrProfEventDescr_v6_t d;
+  std::memset(&d, 0, sizeof(d));
+  d.type = RR_PROF_CE_COLL;
+  d.ceColl.func = "AllGather";
+  d.ceColl.count = 1 << 20;
+  d.ceColl.datatype = "ncclBfloat16";
+  d.ceColl.syncStrategy = "batched";
+  d.ceColl.batchSize = 4;
+  void* ce = nullptr;
+  ASSERT_EQ(v6->startEvent(ctx, &ce, &d), 0);
+  ASSERT_NE(ce, nullptr);
+  std::memset(&d, 0, sizeof(d));
+  d.type = RR_PROF_CE_BATCH;
+  d.parentObj = ce;
+  d.ceBatch.numOps = 3;
+  d.ceBatch.totalBytes = 3 << 20;
+  void* batch = nullptr;
+  ASSERT_EQ(v6->startEvent(ctx, &batch, &d), 0);
+  d.type = 1u << 20;  // not an event type: ignored, NULL handle
+  void* bogus = &d;
+  ASSERT_EQ(v6->startEvent(ctx, &bogus, &d), 0);
+  EXPECT_EQ(bogus, nullptr);
+  EXPECT_EQ(v6->stopEvent(batch), 0);
+  EXPECT_EQ(v6->stopEvent(ce), 0);
+  EXPECT_EQ(v6->finalize(ctx), 0);
+  TraceIndex t(LoadJson(Base(0, comm) + ".trace.json"));
+  ASSERT_EQ(t.Count("cecoll"), 1u);
+  ASSERT_EQ(t.Count("cebatch"), 1u);
+  uint64_t c = t.by_cat["cecoll"][0];
+  EXPECT_EQ(t.At(c).at("name"), "CE AllGather");
+  EXPECT_EQ(t.At(c).at("args").at("syncStrategy"), "batched");
+  EXPECT_EQ(t.Parent(t.by_cat["cebatch"][0]), c);
+  EXPECT_EQ(t.At(t.by_cat["cebatch"][0]).at("args").at("totalBytes"), 3u << 20);
 }
 
 TEST_F(ProfTree, NullAndForeignInputsAreHarmless) {
