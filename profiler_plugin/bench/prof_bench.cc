@@ -107,8 +107,10 @@ int CollectorCost() {
   emu->Stop(op);
   rr::Status st = emu->Finalize();
   double c1 = CpuSeconds();
-  std::printf("collector: %d events recorded and written; process CPU %.2f s (%.2f us per event, producer "
-              "included); finalize %s\n", kN, c1 - c0, (c1 - c0) * 1e6 / kN, st.ok() ? "ok" : "failed");
+  std::printf(
+      "collector: %d events recorded and written; process CPU %.2f s (%.2f us per event, producer "
+      "included); finalize %s\n",
+      kN, c1 - c0, (c1 - c0) * 1e6 / kN, st.ok() ? "ok" : "failed");
   return st.ok() ? 0 : 1;
 }
 
@@ -119,14 +121,16 @@ int main(int argc, char** argv) {
   NcclEmu* emu = Emu();
   long rss = RssKiB();
   rr::Status st = emu->Finalize();
-  std::printf("final RSS %.1f MiB; finalize %s\n", static_cast<double>(rss) / 1024.0, st.ok() ? "ok" : "failed");
+  std::printf("final RSS %.1f MiB; finalize %s\n", static_cast<double>(rss) / 1024.0,
+              st.ok() ? "ok" : "failed");
   // What the collector kept up with: written events vs records dropped because a ring was full.
   std::ifstream f(std::string(getenv("RERAIL_PROFILE_DIR")) + "/rerail-r0-00000000000be7c4.summary.json");
   nlohmann::json sum = nlohmann::json::parse(f, nullptr, false);
   if (sum.is_object())
-    std::printf("collector: %llu trace events written, %llu records dropped (ring full), %llu orphan records\n",
-                sum["trace_events"].get<unsigned long long>(), sum["dropped_records"].get<unsigned long long>(),
-                sum["orphan_records"].get<unsigned long long>());
+    std::printf(
+        "collector: %llu trace events written, %llu records dropped (ring full), %llu orphan records\n",
+        sum["trace_events"].get<unsigned long long>(), sum["dropped_records"].get<unsigned long long>(),
+        sum["orphan_records"].get<unsigned long long>());
   benchmark::Shutdown();
   return 0;
 }

@@ -19,21 +19,33 @@ int TrackFor(const EventRec& ev, const EventRec* parent) {
   rrProfEventDescr_v5_t d;
   std::memcpy(reinterpret_cast<char*>(&d) + offsetof(rrProfEventDescr_v5_t, coll), ev.payload, kPayloadBytes);
   switch (ev.type) {
-    case RR_PROF_GROUP: case RR_PROF_COLL: case RR_PROF_P2P:
-    case RR_PROF_CE_COLL: case RR_PROF_CE_SYNC: case RR_PROF_CE_BATCH:
+    case RR_PROF_GROUP:
+    case RR_PROF_COLL:
+    case RR_PROF_P2P:
+    case RR_PROF_CE_COLL:
+    case RR_PROF_CE_SYNC:
+    case RR_PROF_CE_BATCH:
       return track::kCollectives;
-    case RR_PROF_GROUP_API: case RR_PROF_COLL_API: case RR_PROF_P2P_API: case RR_PROF_KERNEL_LAUNCH:
+    case RR_PROF_GROUP_API:
+    case RR_PROF_COLL_API:
+    case RR_PROF_P2P_API:
+    case RR_PROF_KERNEL_LAUNCH:
       return track::kApi;
-    case RR_PROF_PROXY_CTRL: return track::kProxyCtrl;
-    case RR_PROF_PROXY_OP: return track::kProxyBase + d.proxyOp.channelId * 2 + (d.proxyOp.isSend ? 1 : 0);
-    case RR_PROF_PROXY_STEP: return parent != nullptr ? parent->track : track::kProxyBase;
-    case RR_PROF_KERNEL_CH: return track::kKernelBase + d.kernelCh.channelId;
+    case RR_PROF_PROXY_CTRL:
+      return track::kProxyCtrl;
+    case RR_PROF_PROXY_OP:
+      return track::kProxyBase + d.proxyOp.channelId * 2 + (d.proxyOp.isSend ? 1 : 0);
+    case RR_PROF_PROXY_STEP:
+      return parent != nullptr ? parent->track : track::kProxyBase;
+    case RR_PROF_KERNEL_CH:
+      return track::kKernelBase + d.kernelCh.channelId;
     case RR_PROF_NET_PLUGIN: {
       rrProfNetEvent_v1_t n;
       if (NetDescr(ev, &n) && n.rail >= 0) return track::kRailBase + n.rail;
       return parent != nullptr ? parent->track : track::kNetOther;
     }
-    default: return track::kCollectives;
+    default:
+      return track::kCollectives;
   }
 }
 
@@ -123,9 +135,8 @@ void Collector::Pass(bool stopping) {
     keys.push_back({retry[i].rec.ts, static_cast<uint32_t>(retry[i].rec.op), i | kRetryBit});
   for (uint32_t i = 0; i < drained_.size(); ++i)
     keys.push_back({drained_[i].ts, static_cast<uint32_t>(drained_[i].op), i});
-  std::stable_sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return a.ts != b.ts ? a.ts < b.ts : a.op < b.op;
-  });
+  std::stable_sort(keys.begin(), keys.end(),
+                   [](const Key& a, const Key& b) { return a.ts != b.ts ? a.ts < b.ts : a.op < b.op; });
   for (const Key& k : keys) {
     bool is_retry = (k.idx & kRetryBit) != 0;
     const Record& rec = is_retry ? retry[k.idx & ~kRetryBit].rec : drained_[k.idx];
@@ -159,7 +170,8 @@ void Collector::Pass(bool stopping) {
 
 bool Collector::Apply(const Record& r, bool last_try) {
   switch (r.op) {
-    case RecOp::kBegin: return OnBegin(r, last_try);
+    case RecOp::kBegin:
+      return OnBegin(r, last_try);
     case RecOp::kState:
       if (OnState(r)) return true;
       break;
@@ -186,8 +198,10 @@ bool Collector::OnBegin(const Record& r, bool last_try) {
       parent = &it->second;
     } else {
       auto wit = written_.find(r.parent);
-      if (wit != written_.end()) written = &wit->second;
-      else if (!last_try) return false;
+      if (wit != written_.end())
+        written = &wit->second;
+      else if (!last_try)
+        return false;
     }
   }
   if (open_.size() >= kMaxOpen) {
@@ -298,8 +312,10 @@ void Collector::ReleaseLingering(uint64_t now, Context* only_closing) {
     const EventRec& ev = it->second;
     bool force = only_closing != nullptr && ev.ctx == only_closing;
     bool quiet = ev.pending_children == 0 && now >= ev.last_ns + linger_ns_;
-    if (force || quiet) ready.push_back(id);
-    else keep.push_back(id);
+    if (force || quiet)
+      ready.push_back(id);
+    else
+      keep.push_back(id);
   }
   std::sort(ready.begin(), ready.end(), [this](uint64_t a, uint64_t b) {
     return open_.at(a).type > open_.at(b).type;  // Coll/P2p (2, 4) before Group (1)
@@ -341,8 +357,8 @@ void Collector::FinishContext(Context* ctx) {
   if (ctx->out != nullptr) {
     ctx->out->WriteSnapshots(g_, true);
     RR_INFO_P(kP, log::kFlagInit, "rank %d comm %llx: %llu trace events written to %s", ctx->rank,
-              static_cast<unsigned long long>(ctx->comm_id), static_cast<unsigned long long>(ctx->out->emitted()),
-              ctx->out->trace_path().c_str());
+              static_cast<unsigned long long>(ctx->comm_id),
+              static_cast<unsigned long long>(ctx->out->emitted()), ctx->out->trace_path().c_str());
     ctx->out.reset();
   }
   {

@@ -34,7 +34,7 @@ namespace rr::prof {
 
 class Collector {
  public:
-  static constexpr size_t kMaxOpen = 1u << 20;
+  static constexpr size_t kMaxOpen = 1u << 18;     // ~240 B each: at most ~60 MiB of open events
   static constexpr uint64_t kPassNs = 10'000'000;  // the thread wakes every 10 ms
 
   explicit Collector(uint64_t linger_ns = 500'000'000ull) : linger_ns_(linger_ns) {}
@@ -86,8 +86,8 @@ class Collector {
   GlobalCounters g_;
 
   std::mutex mu_;
-  std::condition_variable cv_;   // wakes the thread
-  std::condition_variable done_; // signals a finished Close()
+  std::condition_variable cv_;    // wakes the thread
+  std::condition_variable done_;  // signals a finished Close()
   std::vector<Context*> contexts_;
   bool running_ = false;
   bool stop_ = false;

@@ -39,7 +39,8 @@ struct RailStats {
 
 // Collective latency histogram (host start of the collective → end of its last proxy operation).
 struct LatencyHist {
-  static constexpr double kBoundsUs[] = {10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000, 1e6};
+  static constexpr double kBoundsUs[] = {10,   25,   50,    100,   250,    500, 1000,
+                                         2500, 5000, 10000, 25000, 100000, 1e6};
   static constexpr size_t kN = sizeof(kBoundsUs) / sizeof(kBoundsUs[0]);
   uint64_t buckets[kN + 1] = {};  // non-cumulative; the last one is +Inf
   uint64_t count = 0;
@@ -97,8 +98,8 @@ class CommOutput {
   uint64_t t0_mono_ns_;
   int64_t t0_unix_ns_;
   FILE* trace_ = nullptr;
-  long tail_pos_ = 0;       // where the closing tail starts
-  std::string pending_;     // events not yet written
+  long tail_pos_ = 0;    // where the closing tail starts
+  std::string pending_;  // events not yet written
   static constexpr size_t kFlushBytes = 1 << 20;
   bool first_event_ = true;
   bool trace_failed_ = false, summary_warned_ = false, prom_warned_ = false;

@@ -18,7 +18,8 @@ namespace {
 using rr::prof::NcclEmu;
 using rr::prof::NetEventEmitter;
 
-void ProxyOp(NcclEmu* emu, NetEventEmitter* net, void* coll, int ch, int rail, int peer, bool send, int steps) {
+void ProxyOp(NcclEmu* emu, NetEventEmitter* net, void* coll, int ch, int rail, int peer, bool send,
+             int steps) {
   void* op = emu->StartProxyOp(coll, ch, peer, steps, 1 << 16, send);
   NcclEmu::ProxyStep slot;
   for (int s = 0; s < steps; ++s) {

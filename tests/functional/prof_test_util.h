@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>

@@ -7,8 +7,8 @@
 #include <dlfcn.h>
 
 #include <condition_variable>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -63,8 +63,9 @@ void RunProxyOp(NcclEmu* emu, NetEventEmitter* net, void* task, int ch, bool sen
     void* h = net->StartIo(st, &io);  // the net plugin's isend/irecv with NCCL's phandle
     io.bytes = kChunk;
     net->UpdateIo(h, &io);
-    net->StopIo(h);                    // test() reported completion
-    emu->StepState(st, send ? RR_PROF_STATE_PROXY_STEP_SEND_PEER_WAIT : RR_PROF_STATE_PROXY_STEP_RECV_FLUSH_WAIT,
+    net->StopIo(h);  // test() reported completion
+    emu->StepState(st,
+                   send ? RR_PROF_STATE_PROXY_STEP_SEND_PEER_WAIT : RR_PROF_STATE_PROXY_STEP_RECV_FLUSH_WAIT,
                    kChunk);
     emu->StopProxyStep(st);
   }
@@ -155,7 +156,8 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
   EXPECT_EQ(t.Count("proxystep"), steps);
   EXPECT_EQ(t.Count("net"), steps + 1);
   EXPECT_EQ(t.Count("proxyctrl"), size_t(kCtrl));
-  EXPECT_EQ(t.by_id.size(), kGroups + colls * (1 + kChannels) + ops + 2 * steps + 1 + kCtrl) << "nothing else";
+  EXPECT_EQ(t.by_id.size(), kGroups + colls * (1 + kChannels) + ops + 2 * steps + 1 + kCtrl)
+      << "nothing else";
 
   for (uint64_t g : t.by_cat["group"]) {
     EXPECT_EQ(t.Parent(g), 0u);
@@ -166,7 +168,8 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
     EXPECT_EQ(t.At(c).at("name"), "AllReduce");
     EXPECT_EQ(t.children[c].size(), size_t(kChannels * 3)) << "2 ops + 1 kernelCh per channel";
     EXPECT_LE(t.End(c), t.End(t.Parent(c)) + 1e-3) << "group extent covers its collectives";
-    for (uint64_t k : t.children[c]) EXPECT_GE(t.End(c) + 1e-3, t.End(k)) << "coll extent covers its proxy ops";
+    for (uint64_t k : t.children[c])
+      EXPECT_GE(t.End(c) + 1e-3, t.End(k)) << "coll extent covers its proxy ops";
   }
   for (uint64_t k : t.by_cat["kernelch"]) {
     EXPECT_EQ(t.Cat(t.Parent(k)), "coll");
@@ -185,8 +188,10 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
     EXPECT_EQ(t.At(s).at("args").at("transSize"), kChunk);
     EXPECT_EQ(t.At(s).at("args").at("states").size(), 2u);
     size_t n = t.children[s].size();
-    if (n == 2) ++with_failover;
-    else EXPECT_EQ(n, 1u);
+    if (n == 2)
+      ++with_failover;
+    else
+      EXPECT_EQ(n, 1u);
   }
   EXPECT_EQ(with_failover, 1);
   uint64_t bytes[2][2] = {};
@@ -233,12 +238,15 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
   char comm_hex[32];
   std::snprintf(comm_hex, sizeof(comm_hex), "%016" PRIx64, comm);
   const std::string lbl = std::string("rank=\"0\",comm=\"") + comm_hex + "\"";
-  EXPECT_NE(prom.find("rerail_rail_bytes_total{" + lbl + ",rail=\"0\",dir=\"send\"} " + std::to_string(per_dir)),
-            std::string::npos) << prom;
+  EXPECT_NE(
+      prom.find("rerail_rail_bytes_total{" + lbl + ",rail=\"0\",dir=\"send\"} " + std::to_string(per_dir)),
+      std::string::npos)
+      << prom;
   EXPECT_NE(prom.find("rerail_failovers_total{" + lbl + ",rail=\"1\"} 1"), std::string::npos);
   EXPECT_NE(prom.find("rerail_stall_seconds_total{" + lbl + ",rail=\"1\"} 0.0025"), std::string::npos);
   EXPECT_NE(prom.find("rerail_collective_latency_seconds_count{" + lbl + ",coll=\"AllReduce\"} " +
-                      std::to_string(colls)), std::string::npos);
+                      std::to_string(colls)),
+            std::string::npos);
   EXPECT_NE(prom.find("rerail_retransmits_total"), std::string::npos);
 }
 

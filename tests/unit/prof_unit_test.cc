@@ -158,7 +158,8 @@ TEST(ProfEmitter, PointEventsWaitForARealStepHandle) {
 
 TEST(ProfEmitter, BoundedQueueDropsOldestAndCounts) {
   NetEventEmitter em(Recorder);
-  for (size_t i = 0; i < NetEventEmitter::kMaxPending + 10; ++i) em.Post(MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, 0));
+  for (size_t i = 0; i < NetEventEmitter::kMaxPending + 10; ++i)
+    em.Post(MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, 0));
   EXPECT_EQ(em.Pending(), NetEventEmitter::kMaxPending);
   EXPECT_EQ(em.Dropped(), 10u);
   NetEventEmitter off(nullptr);
