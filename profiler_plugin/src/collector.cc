@@ -227,6 +227,10 @@ bool Collector::OnBegin(const Record& r, bool last_try) {
   }
   ev.track = TrackFor(ev, parent);
   if (parent == nullptr && written != nullptr && ev.type == RR_PROF_PROXY_STEP) ev.track = written->track;
+  // Spans get a lane; instants (rerail point events) sit on lane 0 of their rail, at zero width.
+  rrProfNetEvent_v1_t n;
+  bool instant = NetDescr(ev, &n) && n.kind != RR_PROF_NET_EV_IO;
+  if (ev.visible && !instant) lanes_.Place(&ev, parent != nullptr && parent->visible ? parent : nullptr);
   open_.emplace(r.id, std::move(ev));
   return true;
 }
@@ -276,6 +280,7 @@ void Collector::Complete(uint64_t id) {
     if (it == open_.end()) return;
     EventRec ev = std::move(it->second);
     open_.erase(it);
+    lanes_.Leave(ev);
     if (ev.ctx->out != nullptr) ev.ctx->out->Emit(ev);
     Remember(ev);
     id = 0;
@@ -354,6 +359,7 @@ void Collector::FinishContext(Context* ctx) {
   for (auto& [id, ev] : open_)
     if (ev.ctx == ctx) rest.push_back(id);
   for (uint64_t id : rest) Complete(id);
+  lanes_.Forget(ctx);
   if (ctx->out != nullptr) {
     ctx->out->WriteSnapshots(g_, true);
     RR_INFO_P(kP, log::kFlagInit, "rank %d comm %llx: %llu trace events written to %s", ctx->rank,

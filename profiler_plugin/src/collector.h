@@ -29,6 +29,7 @@
 
 #include "comm_output.h"
 #include "event_model.h"
+#include "lanes.h"
 
 namespace rr::prof {
 
@@ -77,6 +78,7 @@ class Collector {
 
   const uint64_t linger_ns_;
   std::unordered_map<uint64_t, EventRec> open_;
+  LaneMap lanes_;
   std::unordered_map<uint64_t, Written> written_;  // the last kRecentWritten Group/Coll/P2p/ProxyOp events
   std::vector<uint64_t> written_order_;            // ring of their ids, oldest at written_next_
   size_t written_next_ = 0;

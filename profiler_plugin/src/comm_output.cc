@@ -118,14 +118,14 @@ void CommOutput::EnsureTrack(int tid) {
                       {"ph", "M"},
                       {"pid", ctx_->rank},
                       {"tid", tid},
-                      {"args", {{"sort_index", tid}}}};
+                      {"args", {{"sort_index", (tid % track::kLaneStride) * 64 + tid / track::kLaneStride}}}};
   AppendTrace(s.dump());
 }
 
 void CommOutput::Emit(const EventRec& ev) {
   UpdateMetrics(ev);
   if (!ev.visible) return;
-  EnsureTrack(ev.track);
+  EnsureTrack(track::Tid(ev.track, ev.lane));
   AppendTrace(EventJson(ev, [this](uint64_t ns) { return Us(ns); }).dump());
   ++emitted_;
 }

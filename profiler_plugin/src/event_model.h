@@ -66,7 +66,9 @@ struct EventRec {
   bool visible = false;
   bool rerail_net = false;  // payload holds an rrProfNetEvent_v1_t
   bool unfinished = false;  // never stopped before its comm was finalized
-  int track = 0;            // trace tid
+  int track = 0;            // base track (track::*); the trace tid is track::Tid(track, lane)
+  int lane = -1;            // sub-track (lanes.h); -1 = not placed (not written, or an instant)
+  int depth = 0;            // nesting depth on its lane
   uint64_t begin_ns = 0;
   uint64_t stop_ns = 0;  // 0 while running
   uint64_t last_ns = 0;  // max(stop, children's ends): the event's extent in the trace
@@ -83,10 +85,14 @@ constexpr int kCollectives = 1;
 constexpr int kApi = 2;
 constexpr int kProxyCtrl = 3;
 constexpr int kNetOther = 4;
-constexpr int kProxyBase = 100;   // + channel * 2 + isSend
-constexpr int kKernelBase = 700;  // + channel
-constexpr int kRailBase = 1000;   // + rail
-std::string Name(int tid);
+constexpr int kProxyBase = 100;     // + channel * 2 + isSend
+constexpr int kKernelBase = 700;    // + channel
+constexpr int kRailBase = 1000;     // + rail
+constexpr int kLaneStride = 10000;  // tid = base + lane * kLaneStride
+inline int Tid(int base, int lane) {
+  return base + (lane > 0 ? lane * kLaneStride : 0);
+}
+std::string Name(int tid);  // "rail 1", "rail 1 #2" for its second lane, ...
 }  // namespace track
 
 }  // namespace rr::prof

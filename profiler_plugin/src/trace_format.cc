@@ -242,6 +242,7 @@ std::string StateName(int state) {
 }
 
 std::string track::Name(int tid) {
+  if (tid >= kLaneStride) return Name(tid % kLaneStride) + " #" + std::to_string(tid / kLaneStride + 1);
   if (tid == kCollectives) return "collectives";
   if (tid == kApi) return "NCCL API";
   if (tid == kProxyCtrl) return "proxy ctrl";
@@ -264,7 +265,10 @@ json EventJson(const EventRec& ev, const std::function<double(uint64_t)>& us) {
   if (ev.unfinished) args["unfinished"] = true;
   if (!ev.states.empty() && ev.type != RR_PROF_KERNEL_CH) args["states"] = StatesJson(ev, us);
 
-  json j = {{"name", name}, {"cat", TypeName(ev.type)}, {"pid", ev.ctx->rank}, {"tid", ev.track}};
+  json j = {{"name", name},
+            {"cat", TypeName(ev.type)},
+            {"pid", ev.ctx->rank},
+            {"tid", track::Tid(ev.track, ev.lane)}};
   rrProfNetEvent_v1_t n;
   if (NetDescr(ev, &n) && n.kind != RR_PROF_NET_EV_IO) {
     j["ph"] = "i";

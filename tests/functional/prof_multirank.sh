@@ -34,6 +34,19 @@ assert r1[0]["ts"] + r1[0]["dur"] < fo[0]["ts"] < r1[1]["ts"], (r1[0], fo[0], r1
 # After the failover, rank 1 moves rail 1's traffic to rail 0: no io on rail 1 later.
 late = [e for e in ev if e["pid"] == 1 and e.get("name") == "io" and e["args"]["rail"] == 1 and e["ts"] > fo[0]["ts"]]
 assert not late, late[:2]
+# Perfetto's rule: complete events on one (pid, tid) nest perfectly.
+tracks = {}
+for e in ev:
+    if e["ph"] == "X":
+        tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+for key, spans in tracks.items():
+    spans.sort(key=lambda s: (s[0], -s[1]))
+    stack = []
+    for b, end in spans:
+        while stack and stack[-1] <= b + 1e-6:
+            stack.pop()
+        assert not stack or end <= stack[-1] + 1e-6, (key, b, end, stack[-1])
+        stack.append(end)
 print("merged trace OK")
 PY
 grep -q "rank 1 comm 0000000000c0ffee .* rail 1 -> 0 stall 2.500 ms reason link-down" <<<"$out" \

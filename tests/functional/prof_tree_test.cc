@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "nccl_emu.h"
@@ -218,6 +219,8 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
     EXPECT_EQ(bytes[r][1], per_dir);
   }
   for (uint64_t c : t.by_cat["proxyctrl"]) EXPECT_EQ(t.Parent(c), 0u);
+  std::string why;
+  EXPECT_TRUE(t.TracksNest(&why)) << why;
 
   nlohmann::json sum = LoadJson(Base(0, comm) + ".summary.json");
   ASSERT_TRUE(sum.is_object());
@@ -339,6 +342,53 @@ TEST_F(ProfTree, LateProxyOpStillNamesItsCollective) {
   uint64_t o = t.by_cat["proxyop"][0];
   EXPECT_EQ(t.Parent(o), t.by_cat["coll"][0]);
   EXPECT_FALSE(t.At(o).at("args").contains("parent_lost"));
+}
+
+TEST_F(ProfTree, OverlappingStepsGetLanesThatNest) {
+  // NCCL keeps up to 8 steps of an op in flight; each rail carries several connections at once.
+  const uint64_t comm = 0x7ee0008;
+  auto emu = Open(comm);
+  ASSERT_TRUE(emu);
+  NetEventEmitter net(NcclEmu::NetCallback());
+  void* g = emu->StartGroup();
+  void* c = emu->StartColl(g, NcclEmu::CollInfo{});
+  emu->Stop(c);
+  emu->Stop(g);
+  void* ops[2] = {emu->StartProxyOp(c, 0, 1, 4, kChunk, true), emu->StartProxyOp(c, 0, 1, 4, kChunk, true)};
+  NcclEmu::ProxyStep slot[2][4];
+  rrProfNetEvent_v1_t io[2][4];
+  void* h[2][4];
+  for (int s = 0; s < 4; ++s)  // both ops post all their steps before any completes
+    for (int o = 0; o < 2; ++o) {
+      emu->StartProxyStep(&slot[o][s], ops[o], s);
+      io[o][s] = MakeNetEvent(RR_PROF_NET_EV_IO, 0);
+      io[o][s].bytes = kChunk;
+      h[o][s] = net.StartIo(&slot[o][s], &io[o][s]);
+    }
+  for (int s = 0; s < 4; ++s)
+    for (int o = 0; o < 2; ++o) {
+      net.StopIo(h[o][s]);
+      emu->StopProxyStep(&slot[o][s]);
+    }
+  emu->Stop(ops[0]);
+  emu->Stop(ops[1]);
+  ASSERT_TRUE(emu->Finalize().ok());
+  nlohmann::json trace = LoadJson(Base(0, comm) + ".trace.json");
+  TraceIndex t(trace);
+  std::string why;
+  EXPECT_TRUE(t.TracksNest(&why)) << why;
+  std::set<int> rail_tids, op_tids;
+  for (uint64_t n : t.by_cat["net"]) rail_tids.insert(t.At(n).at("tid").get<int>());
+  for (uint64_t s : t.by_cat["proxystep"]) op_tids.insert(t.At(s).at("tid").get<int>());
+  EXPECT_EQ(rail_tids.size(), 8u) << "8 IO spans in flight together on rail 0: 8 lanes";
+  EXPECT_EQ(*rail_tids.begin(), 1000) << "lane 0 keeps the rail's own track";
+  EXPECT_GE(op_tids.size(), 8u);
+  std::set<std::string> names;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "thread_name")
+      names.insert(e.at("args").at("name").get<std::string>());
+  EXPECT_TRUE(names.count("rail 0"));
+  EXPECT_TRUE(names.count("rail 0 #8"));
 }
 
 TEST_F(ProfTree, P2pTreeUnderItsGroup) {
