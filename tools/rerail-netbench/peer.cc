@@ -177,10 +177,10 @@ bool PeerState::Dispatch(const json& req) {
       sc = send_, rc = recv_;
     }
     if (sc.empty() || rc.empty()) return Reply(Fail(Status::Internal("pingpong needs a send and a recv comm"))), true;
-    double rtt = 0;
+    RttStats rtt;
     Status s = PingPong(ep_->net(), sc[0], rc[0], req.at("size").get<size_t>(), req.at("warmup").get<uint64_t>(),
                         req.at("iters").get<uint64_t>(), req.at("initiator").get<bool>(), 60000, &rtt);
-    return Reply(s.ok() ? json{{"ok", true}, {"rtt_us", rtt}} : Fail(s)), true;
+    return Reply(s.ok() ? json{{"ok", true}, {"rtt_us", rtt.mean_us}, {"rtt_p50_us", rtt.p50_us}} : Fail(s)), true;
   }
   if (cmd == "close") return Reply(Close()), true;
   if (cmd == "finalize") {

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -228,6 +229,7 @@ static Status WaitDone(ReqQueue& q, const Deadline& dl, const char* what) {
     RR_CHECK(q.TestOldest(&done, &d));
     if (done) return Status::Ok();
     if ((spins & 1023) == 0 && dl.Expired()) return Status::Internal(std::string("ping-pong: timed out in ") + what);
+    if (spins >= 64) sched_yield();  // idle like NCCL's proxy: let the plugin's threads run on a busy CPU
   }
 }
 
@@ -241,24 +243,33 @@ static Status PostRetry(ReqQueue& q, void* buf, size_t size, void* mh, uint64_t 
 }
 
 Status PingPong(netdrv::NetPlugin& net, void* send_comm, void* recv_comm, size_t size, uint64_t warmup,
-                uint64_t iters, bool initiator, uint64_t timeout_ms, double* rtt_us) {
+                uint64_t iters, bool initiator, uint64_t timeout_ms, RttStats* rtt) {
   std::vector<char> sbuf(size + 64, 0x11), rbuf(size + 64, 0);
   void *smh = nullptr, *rmh = nullptr;
   RR_CHECK(FromNccl(net.RegMr(send_comm, sbuf.data(), sbuf.size(), RR_NCCL_PTR_HOST, &smh), "regMr send"));
   RR_CHECK(FromNccl(net.RegMr(recv_comm, rbuf.data(), rbuf.size(), RR_NCCL_PTR_HOST, &rmh), "regMr recv"));
   ReqQueue sq(&net, send_comm, true, 1), rq(&net, recv_comm, false, 1);
   Deadline dl = Deadline::AfterMs(timeout_ms);
-  uint64_t t0 = 0;
+  std::vector<uint64_t> rtts;
+  rtts.reserve(iters);
+  uint64_t t0 = 0, tm = 0;
   Status st;
   for (uint64_t m = 0; m < warmup + iters && st.ok(); ++m) {
-    if (m == warmup) t0 = NowNs();
+    uint64_t now = NowNs();
+    if (m == warmup) t0 = now;
+    if (m > warmup) rtts.push_back(now - tm);
+    tm = now;
     st = PostRetry(rq, rbuf.data(), size, rmh, m, dl);
     if (st.ok() && !initiator) st = WaitDone(rq, dl, "recv");
     if (st.ok()) st = PostRetry(sq, sbuf.data(), size, smh, m, dl);
     if (st.ok()) st = WaitDone(sq, dl, "send");
     if (st.ok() && initiator) st = WaitDone(rq, dl, "recv");
   }
-  *rtt_us = iters ? static_cast<double>(NowNs() - t0) * 1e-3 / static_cast<double>(iters) : 0;
+  uint64_t end = NowNs();
+  rtts.push_back(end - tm);
+  rtt->mean_us = iters ? static_cast<double>(end - t0) * 1e-3 / static_cast<double>(iters) : 0;
+  std::nth_element(rtts.begin(), rtts.begin() + rtts.size() / 2, rtts.end());
+  rtt->p50_us = static_cast<double>(rtts[rtts.size() / 2]) * 1e-3;
   if (st.ok()) st = FromNccl(net.DeregMr(send_comm, smh), "deregMr send");
   if (st.ok()) st = FromNccl(net.DeregMr(recv_comm, rmh), "deregMr recv");
   if (!st.ok()) {

@@ -68,9 +68,13 @@ Status RunPlan(netdrv::NetPlugin& net, const Plan& plan, const std::vector<void*
 namespace rr::netbench {
 
 // Ping-pong of `size`-byte messages over one send and one recv comm to the same peer, `iters` round
-// trips after `warmup` untimed ones. The initiator sends first; the other side echoes. *rtt_us is the
-// mean round-trip time. Receives are posted before the matching send, like NCCL's credit scheme.
+// trips after `warmup` untimed ones. The initiator sends first; the other side echoes. Receives are
+// posted before the matching send, like NCCL's credit scheme. Round-trip times in microseconds.
+struct RttStats {
+  double mean_us = 0;
+  double p50_us = 0;
+};
 Status PingPong(netdrv::NetPlugin& net, void* send_comm, void* recv_comm, size_t size, uint64_t warmup,
-                uint64_t iters, bool initiator, uint64_t timeout_ms, double* rtt_us);
+                uint64_t iters, bool initiator, uint64_t timeout_ms, RttStats* rtt);
 
 }  // namespace rr::netbench
