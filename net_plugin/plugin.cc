@@ -1,5 +1,6 @@
 #include "plugin.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -45,23 +46,60 @@ Status Plugin::FirstInit(int abi_version) {
   uint64_t nofile = 0;
   Status st = sock::RaiseNofileLimit(&nofile);
   if (!st.ok()) RR_WARN("cannot raise RLIMIT_NOFILE: %s", st.ToString().c_str());
-  chunk_ = static_cast<uint32_t>(Params::Int(ParamId::ChunkSize));
-  streams_ = static_cast<int>(Params::Int(ParamId::TcpStreams));
   if (!transport_) {
     std::vector<DeviceInfo> devs;
     RR_CHECK(tcp::DiscoverTcpDevices(Params::Str(ParamId::TcpIfname), &devs));
+    if (devs.size() > static_cast<size_t>(kMaxRails)) devs.resize(kMaxRails);
     tcp::TcpConfig cfg;
-    cfg.streams = streams_;
+    cfg.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
     cfg.sockbuf = static_cast<int>(Params::Int(ParamId::TcpBufSize));
     cfg.connect_timeout_ms = static_cast<int>(Params::Int(ParamId::ConnectTimeoutMs));
+    // Kernel backstop for black holes on a lone link; the heartbeat watchdog is faster when there
+    // are siblings.
+    cfg.user_timeout_ms = static_cast<unsigned>(std::max<int64_t>(2000, 4 * Params::Int(ParamId::StallMs)));
     transport_ = std::make_unique<tcp::TcpTransport>(std::move(devs), cfg);
   }
+  cfg_.transport = transport_.get();
+  cfg_.rails = &rails_;
+  cfg_.chunk = static_cast<uint32_t>(Params::Int(ParamId::ChunkSize));
+  cfg_.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
+  // auto = stripe on TCP (DESIGN.md); failover only when asked for.
+  cfg_.policy = Params::Str(ParamId::Policy) == "failover" ? Policy::kFailover : Policy::kStripe;
+  cfg_.stall_ns = static_cast<uint64_t>(Params::Int(ParamId::StallMs)) * 1000000ull;
+  cfg_.heartbeat_ns = static_cast<uint64_t>(Params::Int(ParamId::HeartbeatMs)) * 1000000ull;
+  cfg_.giveup_ns = static_cast<uint64_t>(Params::Int(ParamId::GiveupMs)) * 1000000ull;
+  cfg_.backoff_min_ms = static_cast<uint64_t>(Params::Int(ParamId::FailbackMinMs));
+  cfg_.backoff_max_ms = std::max<uint64_t>(cfg_.backoff_min_ms, Params::Int(ParamId::FailbackMaxMs));
+  if (Params::Bool(ParamId::LinkEvents)) StartLinkMonitor();
   std::ostringstream names;
   for (int i = 0; i < transport_->NumDevices(); ++i) names << (i ? "," : "") << transport_->Device(i).name;
-  RR_INFO(log::kFlagInit | log::kFlagNet, "rerail %s (git %s) ABI v%d, transports: %s(%s), %d stream(s)/link, chunk %u B, nofile %lu",
-          RERAIL_VERSION_STRING, RERAIL_GIT_SHA, abi_version, transport_->name(), names.str().c_str(), streams_,
-          chunk_, static_cast<unsigned long>(nofile));
+  RR_INFO(log::kFlagInit | log::kFlagNet,
+          "rerail %s (git %s) ABI v%d, transports: %s(%s), policy %s, %d stream(s)/link, chunk %u B, nofile %lu",
+          RERAIL_VERSION_STRING, RERAIL_GIT_SHA, abi_version, transport_->name(), names.str().c_str(),
+          cfg_.policy == Policy::kFailover ? "failover" : "stripe", cfg_.streams, cfg_.chunk,
+          static_cast<unsigned long>(nofile));
   return Status::Ok();
+}
+
+void Plugin::OnLinkEvent(const rails::LinkEvent& ev) {
+  for (int d = 0; d < transport_->NumDevices(); ++d) {
+    if (transport_->Device(d).name != ev.ifname) continue;
+    bool down = !ev.up || ev.removed;
+    if (rails_.down[d].exchange(down, std::memory_order_acq_rel) == down) return;
+    rails_.gen[d].fetch_add(1, std::memory_order_acq_rel);
+    RR_INFO(log::kFlagNet, "rail %s link %s", ev.ifname.c_str(), down ? "down" : "up");
+  }
+}
+
+void Plugin::StartLinkMonitor() {
+  if (monitor_) return;
+  rails::LinkMonitor::Options opts;
+  for (int d = 0; d < transport_->NumDevices(); ++d) {
+    if (!transport_->Device(d).loopback) opts.ifnames.push_back(transport_->Device(d).name);
+  }
+  if (opts.ifnames.empty()) return;  // loopback never goes down
+  Status st = rails::LinkMonitor::Start(opts, [this](const rails::LinkEvent& ev) { OnLinkEvent(ev); }, &monitor_);
+  if (!st.ok()) RR_WARN("link events disabled: %s (failures are still detected by errors and stalls)", st.ToString().c_str());
 }
 
 Status Plugin::Init(log::LoggerFn logger, int abi_version, void** ctx) {
@@ -103,6 +141,8 @@ Status Plugin::Finalize(void* ctx) {
   if (refs_ == 0) return Status::Internal("finalize without a matching init");
   if (--refs_ == 0) {
     ReleaseAll();
+    if (monitor_) monitor_->Stop();
+    monitor_.reset();
     log::SetLogger(nullptr);
   }
   return Status::Ok();
@@ -161,7 +201,7 @@ Status Plugin::Listen(int dev, void* handle, void** listen_comm) {
   std::unique_ptr<Listener> l;
   RR_CHECK(transport_->Listen(dev, nonce, &h, &l));
   RR_CHECK(EncodeHandle(h, handle));
-  auto* lc = new ListenComm(std::move(l), dev);
+  auto* lc = new ListenComm(cfg_, std::move(l));
   listens_.insert(lc);
   *listen_comm = lc;
   RR_INFO(log::kFlagNet, "listen on %s at %s", transport_->Device(dev).name.c_str(), h.addrs[0].addr.ToString().c_str());
@@ -178,29 +218,38 @@ Status Plugin::Connect(int dev, void* handle, void** send_comm) {
   auto key = std::make_pair(static_cast<const void*>(handle), h.nonce);
   auto it = connecting_.find(key);
   if (it == connecting_.end()) {
-    LinkIdentity id;
-    id.nonce = h.nonce;
-    RR_CHECK(RandomU64(&id.conn_id));
-    id.chunk_size = chunk_;
-    id.rail = h.addrs[0].rail;
-    id.nstreams = streams_;
-    std::unique_ptr<Connector> c;
-    RR_CHECK(transport_->Connect(dev, h.addrs[0].addr, id, &c));
-    it = connecting_.emplace(key, std::make_pair(std::move(c), id.conn_id)).first;
+    uint64_t conn_id = 0;
+    RR_CHECK(RandomU64(&conn_id));
+    it = connecting_.emplace(key, std::make_unique<SendComm>(cfg_, h.nonce, conn_id, PlanLinks(dev, h))).first;
   }
-  std::unique_ptr<Link> link;
-  Status st = it->second.first->Poll(&link);
+  bool ready = false;
+  Status st = it->second->PollConnect(&ready);
   if (!st.ok()) {
     connecting_.erase(it);
     return st;
   }
-  if (!link) return Status::Ok();
-  uint64_t conn_id = it->second.second;
+  if (!ready) return Status::Ok();
+  SendComm* sc = it->second.release();
   connecting_.erase(it);
-  auto* sc = new SendComm(std::move(link), conn_id, chunk_);
   sends_.insert(sc);
   *send_comm = sc;
   return Status::Ok();
+}
+
+// Link 0 runs from NCCL's device to the listener's primary address; every other listener rail gets a
+// standby link from the local device of the same rail index (rail-optimised fabrics: rail r reaches
+// rail r), skipping rails this host lacks or already uses.
+std::vector<LinkPlan> Plugin::PlanLinks(int dev, const Handle& h) const {
+  std::vector<LinkPlan> plan;
+  std::vector<bool> used(transport_->NumDevices(), false);
+  for (size_t i = 0; i < h.addrs.size(); ++i) {
+    int local = i == 0 ? dev : h.addrs[i].rail;
+    if (local < 0 || local >= transport_->NumDevices() || used[local]) continue;
+    if (transport_->Device(local).addr.family() != h.addrs[i].addr.family()) continue;
+    used[local] = true;
+    plan.push_back(LinkPlan{local, h.addrs[i].rail, h.addrs[i].addr});
+  }
+  return plan;
 }
 
 Status Plugin::Accept(void* listen_comm, void** recv_comm) {

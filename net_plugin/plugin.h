@@ -5,7 +5,9 @@
 //     communicator (v10 once per process); the first Init sets the logger, loads RERAIL_* (bad value →
 //     kInvalidUsage with a WARN), raises RLIMIT_NOFILE, discovers devices and logs one INFO line; the
 //     Finalize() matching the last Init closes whatever comms NCCL left open, joins every thread and
-//     detaches the logger (the library may be dlclosed right after).
+//     detaches the logger (the library may be dlclosed right after). The only thread rerail runs is
+//     the rtnetlink link monitor (RERAIL_LINK_EVENTS), started at first init and joined at last
+//     finalize; it publishes rail up/down into RailSignals.
 //   * Device properties are version-neutral (v12 layout); strings stay valid until the library is
 //     unloaded (the device table is kept across finalize/init cycles).
 //   * listen/connect/accept never block: they return Ok with a NULL comm until the connection exists
@@ -28,6 +30,7 @@
 #include "../net_plugin/abi/nccl_net_abi.h"
 #include "conn.h"
 #include "rerail/log.h"
+#include "rerail/rails/link_monitor.h"
 #include "transport.h"
 
 namespace rr::net {
@@ -56,19 +59,23 @@ class Plugin {
  private:
   Plugin() = default;
   Status FirstInit(int abi_version);
+  void StartLinkMonitor();
+  void OnLinkEvent(const rails::LinkEvent& ev);
   void ReleaseAll();
   Status CheckDev(int dev) const;
+  std::vector<LinkPlan> PlanLinks(int dev, const Handle& h) const;
 
   std::mutex mu_;  // guards everything below; never taken by isend/irecv/test
   int refs_ = 0;
   std::unique_ptr<Transport> transport_;
-  uint32_t chunk_ = 0;
-  int streams_ = 1;
+  ConnConfig cfg_;
+  RailSignals rails_;  // written by the link-monitor thread, read lock-free by comms
+  std::unique_ptr<rails::LinkMonitor> monitor_;
   std::set<SendComm*> sends_;
   std::set<RecvComm*> recvs_;
   std::set<ListenComm*> listens_;
-  // connect() in progress: (handle address, nonce) → connector.
-  std::map<std::pair<const void*, Nonce>, std::pair<std::unique_ptr<Connector>, uint64_t>> connecting_;
+  // connect() in progress: (handle address, nonce) → the send comm being set up.
+  std::map<std::pair<const void*, Nonce>, std::unique_ptr<SendComm>> connecting_;
 };
 
 }  // namespace rr::net

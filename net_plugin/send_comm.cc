@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <cstring>
 
 #include "conn.h"
+#include "rerail/clock.h"
 #include "rerail/log.h"
 
 namespace rr::net {
@@ -16,35 +18,110 @@ const char* ConnStateName(ConnState s) {
 
 void Comm::Transition(ConnState to, const std::string& why) {
   if (state_ == to || state_ == ConnState::kFailed) return;  // failure is final
-  RR_INFO(log::kFlagNet, "conn %016lx with %s: %s -> %s (%s)", static_cast<unsigned long>(conn_id_),
-          peer_.c_str(), ConnStateName(state_), ConnStateName(to), why.c_str());
-  if (to == ConnState::kFailed) {
-    RR_WARN("connection %016lx with %s failed: %s", static_cast<unsigned long>(conn_id_), peer_.c_str(),
-            why.c_str());
-  }
+  RR_INFO(log::kFlagNet, "conn %016lx: %s -> %s (%s)", static_cast<unsigned long>(conn_id_), ConnStateName(state_),
+          ConnStateName(to), why.c_str());
+  if (to == ConnState::kFailed) RR_WARN("connection %016lx failed: %s", static_cast<unsigned long>(conn_id_), why.c_str());
   state_ = to;
 }
 
-SendComm::SendComm(std::unique_ptr<Link> link, uint64_t conn_id, uint32_t chunk)
-    : Comm(kSendCommMagic), link_(std::move(link)), chunk_(chunk), tx_(link_->streams()) {
-  conn_id_ = conn_id;
-  peer_ = link_->Describe();
-}
-
-Status SendComm::Fail(Code code, const std::string& why) {
+Status Comm::Fail(Code code, const std::string& why) {
   Transition(ConnState::kFailed, why);
   if (failure_.ok()) failure_ = Status(code, why);
   return failure_;
 }
 
+SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan)
+    : Comm(kSendCommMagic), cfg_(cfg), nonce_(nonce), links_(plan.size()) {
+  conn_id_ = conn_id;
+  setup_start_ns_ = NowNs();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    TxLink& l = links_[i];
+    l.plan = plan[i];
+    l.backoff_ms = cfg_.backoff_min_ms;
+    char who[160];
+    snprintf(who, sizeof(who), "conn %016lx link %zu (rail %s -> %s)", static_cast<unsigned long>(conn_id),
+             i, cfg_.transport->Device(l.plan.local_dev).name.c_str(), l.plan.remote.ToString().c_str());
+    l.fsm.set_who(who);
+    if (cfg_.rails) l.rail_gen = cfg_.rails->gen[l.plan.local_dev].load(std::memory_order_acquire);
+    StartConnect(l);
+  }
+}
+
+void SendComm::StartConnect(TxLink& l) {
+  LinkIdentity id;
+  id.nonce = nonce_;
+  id.conn_id = conn_id_;
+  id.chunk_size = cfg_.chunk;
+  id.rail = l.plan.remote_rail;
+  id.link = static_cast<int>(&l - links_.data());
+  id.nstreams = cfg_.streams;
+  id.epoch = l.epoch;
+  Status st = cfg_.transport->Connect(l.plan.local_dev, l.plan.remote, id, &l.connector);
+  if (!st.ok()) {
+    l.connector.reset();
+    l.retry_at_ns = NowNs() + l.backoff_ms * 1000000ull;
+    RR_INFO(log::kFlagNet, "link %d connect: %s", id.link, st.ToString().c_str());
+  }
+}
+
+// Polls a link's connector; an established link starts carrying data (first connect) or waits for
+// the peer's answer on it (failback probe).
+Status SendComm::PollConnector(TxLink& l) {
+  if (!l.connector) return Status::Ok();
+  std::unique_ptr<Link> link;
+  Status st = l.connector->Poll(&link);
+  if (!st.ok()) {
+    l.connector.reset();
+    if (l.fsm.state() != LinkState::kFailed) l.fsm.Transition(LinkState::kFailed, st.message());
+    l.retry_at_ns = NowNs() + l.backoff_ms * 1000000ull;
+    l.backoff_ms = std::min(l.backoff_ms * 2, cfg_.backoff_max_ms);
+    return Status::Ok();
+  }
+  if (!link) return Status::Ok();
+  l.connector.reset();
+  l.link = std::move(link);
+  l.tx.assign(l.link->streams(), TxStream{});
+  l.in_got = 0;
+  l.last_heard_ns = NowNs();
+  if (l.fsm.state() == LinkState::kConnecting) l.fsm.Transition(LinkState::kHealthy, "connected");
+  return Status::Ok();
+}
+
+Status SendComm::PollConnect(bool* ready) {
+  *ready = false;
+  for (auto& l : links_) RR_CHECK(PollConnector(l));
+  bool primary_settled = links_[0].fsm.state() != LinkState::kConnecting;
+  bool grace_over = NowNs() - setup_start_ns_ > cfg_.connect_grace_ns;
+  int live = LiveLinks();
+  if (live > 0 && (links_[0].fsm.usable() || primary_settled || grace_over)) {
+    *ready = true;
+    return Status::Ok();
+  }
+  bool all_failed = true;
+  for (auto& l : links_) all_failed &= (l.fsm.state() == LinkState::kFailed && !l.connector);
+  if (all_failed && NowNs() > setup_start_ns_ + cfg_.giveup_ns) {
+    return Status::Remote("could not connect on any rail to " + links_[0].plan.remote.ToString());
+  }
+  // Rails that failed during setup are retried with back-off until the connect timeout (the
+  // connector's own deadline) or give-up.
+  for (auto& l : links_) {
+    if (l.fsm.state() == LinkState::kFailed && !l.connector && NowNs() >= l.retry_at_ns) StartConnect(l);
+  }
+  return Status::Ok();
+}
+
+int SendComm::LiveLinks() const {
+  int n = 0;
+  for (const auto& l : links_) n += l.fsm.usable();
+  return n;
+}
+
 Status SendComm::Isend(const void* data, size_t size, Request** req) {
   *req = nullptr;
   if (state_ == ConnState::kFailed) return failure_;
+  if (state_ == ConnState::kPeerClosed) return Fail(Code::kRemoteError, "isend after the receiver closed the connection");
   if (size > 0 && data == nullptr) return Status::Internal("isend of " + std::to_string(size) + " bytes from NULL");
-  if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) {
-    RR_CHECK(Progress());
-    return Status::Ok();  // window full: NCCL retries
-  }
+  if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Progress();  // NCCL retries
   Request* r = pool_.Get(true);
   if (r == nullptr) return Status::Ok();
   TxMsg& m = msgs_[next_seq_ % RxTracker::kWindow];
@@ -60,32 +137,53 @@ Status SendComm::Isend(const void* data, size_t size, Request** req) {
   return Progress();
 }
 
-// Hands the next chunk (oldest message first) to an idle stream.
-bool SendComm::NextChunk(TxStream* s) {
-  while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
-  if (sched_seq_ >= next_seq_) return false;
-  TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
-  size_t len = std::min<size_t>(chunk_, m.size - m.next_off);
-  s->hdr.magic_type = FrameMagic(FrameType::kData);
-  s->hdr.len = static_cast<uint32_t>(len);
-  s->hdr.conn = static_cast<uint32_t>(conn_id_);
-  s->hdr.epoch = link_->identity().epoch;
-  s->hdr.seq = m.seq;
-  s->hdr.offset = m.next_off;
-  s->hdr.total = m.size;
-  s->payload = m.data + m.next_off;
-  s->len = len;
-  s->done = 0;
-  s->busy = true;
-  m.next_off += len;
-  if (m.next_off >= m.size) m.scheduled = true;
+bool SendComm::Eligible(const TxLink& l) const {
+  if (!l.fsm.usable()) return false;
+  if (cfg_.policy == Policy::kFailover && &l != &links_[0] && links_[0].fsm.usable()) return false;
   return true;
 }
 
-Status SendComm::WriteStream(int i, bool* progressed) {
-  TxStream& s = tx_[i];
+// Picks what an idle stream of `l` writes next: a notice for the peer, a chunk to re-send, or the
+// next fresh chunk (oldest message first).
+bool SendComm::NextItem(TxLink& l, TxStream* s) {
+  s->payload = nullptr;
+  s->len = 0;
+  s->done = 0;
+  if (!notices_.empty()) {
+    s->hdr = notices_.front();
+    notices_.pop_front();
+    s->busy = true;
+    return true;
+  }
+  if (!Eligible(l)) return false;
+  ChunkRef c{};
+  bool have = false;
+  while (!requeue_.empty() && !have) {
+    c = requeue_.front();
+    requeue_.pop_front();
+    have = c.seq >= acked_;
+  }
+  if (!have) {
+    while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
+    if (sched_seq_ >= next_seq_) return false;
+    TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
+    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
+    m.next_off += c.len;
+    if (m.next_off >= m.size) m.scheduled = true;
+  }
+  const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
+  s->hdr = Frame{FrameMagic(FrameType::kData), c.len, static_cast<uint32_t>(conn_id_), l.epoch, c.seq, c.off, m.size};
+  s->payload = m.data + c.off;
+  s->len = c.len;
+  s->busy = true;
+  l.inflight.push_back(c);
+  return true;
+}
+
+Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
+  TxStream& s = l.tx[i];
   for (;;) {
-    if (!s.busy && !NextChunk(&s)) return Status::Ok();
+    if (!s.busy && !NextItem(l, &s)) return Status::Ok();
     iovec iov[2];
     int cnt = 0;
     if (s.done < sizeof(Frame)) {
@@ -97,64 +195,171 @@ Status SendComm::WriteStream(int i, bool* progressed) {
     }
     size_t n = 0;
     int err = 0;
-    IoState st = link_->Writev(i, iov, cnt, &n, &err);
+    IoState st = l.link->Writev(i, iov, cnt, &n, &err);
     if (st == IoState::kAgain) return Status::Ok();
     if (st != IoState::kOk) {
-      return Fail(Code::kRemoteError, "send on " + link_->Describe() + " stream " + std::to_string(i) +
-                                          " failed: " + (st == IoState::kClosed ? "closed" : strerror(err)));
+      FailLink(l, std::string("send failed: ") + (st == IoState::kClosed ? "closed" : strerror(err)),
+               err == ECONNRESET || err == EPIPE);
+      return Status::Ok();
     }
     *progressed = true;
+    l.bytes += n;
     s.done += n;
     if (s.done < sizeof(Frame) + s.len) return Status::Ok();  // socket buffer full
     s.busy = false;
   }
 }
 
-Status SendComm::ReadAcks() {
+void SendComm::OnAck(uint64_t ack) {
+  if (ack <= acked_ || ack > next_seq_) return;
+  for (; acked_ < ack; ++acked_) msgs_[acked_ % RxTracker::kWindow].req->state = ReqState::kDone;
+  for (auto& l : links_) {
+    while (!l.inflight.empty() && l.inflight.front().seq < acked_) l.inflight.pop_front();
+  }
+}
+
+Status SendComm::ReadControl(TxLink& l) {
   for (;;) {
     size_t n = 0;
     int err = 0;
-    IoState st = link_->Read(0, reinterpret_cast<uint8_t*>(&ack_) + ack_got_, sizeof(Frame) - ack_got_, &n, &err);
+    IoState st = l.link->Read(0, reinterpret_cast<uint8_t*>(&l.in) + l.in_got, sizeof(Frame) - l.in_got, &n, &err);
     if (st == IoState::kAgain) return Status::Ok();
-    if (st == IoState::kClosed) {
-      if (acked_ == next_seq_) {
-        Transition(ConnState::kPeerClosed, "receiver closed the connection");
+    if (st != IoState::kOk) {
+      bool peer_closed = st == IoState::kClosed || err == ECONNRESET;
+      FailLink(l, st == IoState::kClosed ? "peer closed the link" : std::string("receive failed: ") + strerror(err),
+               peer_closed);
+      return Status::Ok();
+    }
+    l.in_got += n;
+    if (l.in_got < sizeof(Frame)) continue;
+    l.in_got = 0;
+    const Frame& f = l.in;
+    if (!FrameValid(f) || f.conn != static_cast<uint32_t>(conn_id_) || f.len != 0) {
+      FailLink(l, "protocol error: bad control frame", false);
+      return Status::Ok();
+    }
+    l.last_heard_ns = NowNs();
+    if (l.fsm.state() == LinkState::kProbing) l.fsm.Transition(LinkState::kHealthy, "peer answered the probe (failback)");
+    switch (TypeOf(f)) {
+      case FrameType::kAck:
+      case FrameType::kHeartbeat:
+        OnAck(f.seq);
+        break;
+      case FrameType::kLinkDown:
+        if (f.seq < links_.size() && &links_[f.seq] != &l) FailLink(links_[f.seq], "peer reported the link down", false);
+        break;
+      default:
+        FailLink(l, "protocol error: unexpected frame type", false);
         return Status::Ok();
-      }
-      return Fail(Code::kRemoteError, "peer " + link_->Describe() + " closed the connection with " +
-                                          std::to_string(next_seq_ - acked_) + " message(s) unacknowledged");
     }
-    if (st == IoState::kError) {
-      return Fail(Code::kRemoteError, "receiving acks on " + link_->Describe() + ": " + strerror(err));
-    }
-    ack_got_ += n;
-    if (ack_got_ < sizeof(Frame)) continue;
-    ack_got_ = 0;
-    if (!FrameValid(ack_) || TypeOf(ack_) != FrameType::kAck || ack_.conn != static_cast<uint32_t>(conn_id_) ||
-        ack_.seq > next_seq_ || ack_.seq < acked_) {
-      return Fail(Code::kRemoteError, "protocol error: bad ack from " + link_->Describe());
-    }
-    for (; acked_ < ack_.seq; ++acked_) msgs_[acked_ % RxTracker::kWindow].req->state = ReqState::kDone;
   }
+}
+
+void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
+  if (l.fsm.state() == LinkState::kFailed) return;
+  int idx = static_cast<int>(&l - links_.data());
+  size_t bytes = 0, chunks = 0;
+  for (const ChunkRef& c : l.inflight) {
+    if (c.seq < acked_) continue;
+    requeue_.push_back(c);
+    bytes += c.len;
+    ++chunks;
+  }
+  l.inflight.clear();
+  bool was_probing = l.fsm.state() == LinkState::kProbing;
+  l.fsm.Transition(LinkState::kFailed, why);
+  l.link.reset();
+  l.connector.reset();
+  l.tx.clear();
+  ++l.epoch;
+  uint64_t now = NowNs();
+  l.retry_at_ns = now + l.backoff_ms * 1000000ull;
+  l.backoff_ms = std::min(l.backoff_ms * 2, cfg_.backoff_max_ms);
+  if (peer_closed) ++peer_closed_links_;
+  int live = LiveLinks();
+  if (live == 0 && no_link_since_ns_ == 0) no_link_since_ns_ = now;
+  bool orderly = peer_closed && acked_ == next_seq_;
+  if (!was_probing && !orderly) {
+    notices_.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
+                             static_cast<uint64_t>(idx), 0, 0});
+    RR_WARN("rail %s to peer %s failed (%s): re-sending %zu bytes (%zu chunks) on %d surviving link(s)",
+            cfg_.transport->Device(l.plan.local_dev).name.c_str(), l.plan.remote.ToString().c_str(), why.c_str(),
+            bytes, chunks, live);
+  }
+}
+
+Status SendComm::Watchdog(uint64_t now) {
+  uint64_t newest_heard = 0;
+  for (const auto& l : links_) {
+    if (l.fsm.usable()) newest_heard = std::max(newest_heard, l.last_heard_ns);
+  }
+  for (size_t i = 0; i < links_.size(); ++i) {
+    TxLink& l = links_[i];
+    if (cfg_.rails) {
+      uint64_t gen = cfg_.rails->gen[l.plan.local_dev].load(std::memory_order_acquire);
+      if (gen != l.rail_gen) {
+        l.rail_gen = gen;
+        bool down = cfg_.rails->down[l.plan.local_dev].load(std::memory_order_acquire);
+        if (down) FailLink(l, "link-down event", false);
+        else if (l.fsm.state() == LinkState::kFailed) l.retry_at_ns = now, l.backoff_ms = cfg_.backoff_min_ms;
+      }
+    }
+    // Silent while a sibling link was heard recently: a black hole (a receiver that is simply not
+    // polling silences every link alike and triggers nothing).
+    if (l.fsm.usable() && now - l.last_heard_ns > cfg_.stall_ns && newest_heard > l.last_heard_ns &&
+        now - newest_heard < cfg_.stall_ns) {
+      FailLink(l, "stall: nothing heard for " + std::to_string((now - l.last_heard_ns) / 1000000) + " ms", false);
+    }
+    if (l.fsm.state() == LinkState::kFailed && !l.connector && now >= l.retry_at_ns &&
+        !(cfg_.rails && cfg_.rails->down[l.plan.local_dev].load(std::memory_order_relaxed))) {
+      l.fsm.Transition(LinkState::kProbing, "re-probing after back-off");
+      StartConnect(l);
+      if (!l.connector) l.fsm.Transition(LinkState::kFailed, "probe could not start");
+    }
+  }
+  int live = LiveLinks();
+  if (live > 0) {
+    no_link_since_ns_ = 0;
+    peer_closed_links_ = 0;
+    return Status::Ok();
+  }
+  if (peer_closed_links_ >= static_cast<int>(links_.size()) || (links_.size() == 1 && peer_closed_links_ > 0)) {
+    if (acked_ == next_seq_) {  // everything delivered: an orderly close by the receiver
+      Transition(ConnState::kPeerClosed, "receiver closed the connection");
+      return Status::Ok();
+    }
+    return Fail(Code::kRemoteError, "peer " + links_[0].plan.remote.ToString() + " closed every link");
+  }
+  if (no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns) {
+    return Fail(Code::kRemoteError, "no link to " + links_[0].plan.remote.ToString() + " for RERAIL_GIVEUP_MS (" +
+                                        std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
+  }
+  return Status::Ok();
 }
 
 Status SendComm::Progress() {
   if (state_ == ConnState::kFailed) return failure_;
-  // Loop while something moved: a stream that drains picks up the next chunk right away.
+  if (state_ == ConnState::kPeerClosed) return Status::Ok();  // nothing outstanding by construction
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
-    for (int i = 0; i < static_cast<int>(tx_.size()); ++i) RR_CHECK(WriteStream(i, &progressed));
+    for (auto& l : links_) {
+      if (!l.link) continue;
+      for (int i = 0; i < static_cast<int>(l.tx.size()) && l.link; ++i) RR_CHECK(WriteStream(l, i, &progressed));
+    }
     if (!progressed) break;
   }
-  if (acked_ < next_seq_ || state_ == ConnState::kActive) RR_CHECK(ReadAcks());
-  return Status::Ok();
+  for (auto& l : links_) {
+    if (l.link) RR_CHECK(ReadControl(l));
+    else RR_CHECK(PollConnector(l));
+  }
+  return Watchdog(NowNs());
 }
 
 Status SendComm::Test(Request* r, int* done, int* size) {
   *done = 0;
   if (r->state != ReqState::kDone) {
     Status st = Progress();
-    if (!st.ok()) return st;
+    if (!st.ok() && r->state != ReqState::kDone) return st;  // completed before the failure: still done
   }
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;

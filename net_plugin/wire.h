@@ -4,7 +4,7 @@
 // every stream carries Frames, each followed by `len` payload bytes; the receiver → sender direction of
 // stream 0 carries payload-less control Frames (acks, heartbeats, epoch notices).
 //
-// Frame fields for kData: conn = low 32 bits of the connection id, epoch = the link epoch the chunk was
+// Control frames (kAck, kHeartbeat, kLinkDown) have len 0. Frame fields for kData: conn = low 32 bits of the connection id, epoch = the link epoch the chunk was
 // sent under, seq = message sequence number (0, 1, … in isend order = irecv posting order), offset/len =
 // where the payload goes in the message, total = the message size. For kAck: seq = number of messages
 // completed in order (cumulative: every seq < ack is complete). Host byte order (both ends of a rerail
@@ -39,7 +39,9 @@ static_assert(sizeof(Hello) == 48, "Hello is 48 bytes on the wire");
 enum class FrameType : uint8_t {
   kData = 1,       // payload chunk of a message
   kAck = 2,        // cumulative message acknowledgement (receiver → sender)
-  kHeartbeat = 3,  // keep-alive / probe, no payload
+  kHeartbeat = 3,  // receiver → sender on every live link every RERAIL_HEARTBEAT_MS; seq = cumulative ack
+  kLinkDown = 4,   // either direction, on a surviving link: seq = index of the link that failed,
+                   // epoch = its new epoch (the peer drops that link and anything older)
 };
 
 struct Frame {

@@ -176,6 +176,13 @@ Status TcpTransport::Listen(int dev, const Nonce& nonce, Handle* h, std::unique_
   h->nonce = nonce;
   h->addrs.clear();
   RR_CHECK(l->AddSocket(dev, h));
+  // The other rails too, so the sender can reach this connection when the primary rail is down at
+  // connect time and can re-connect failed rails later (the RecvComm keeps this listener).
+  for (int d = 0; d < NumDevices() && static_cast<int>(h->addrs.size()) < kMaxAddrs; ++d) {
+    if (d == dev || Device(d).addr.family() != Device(dev).addr.family()) continue;
+    Status st = l->AddSocket(d, h);
+    if (!st.ok()) RR_INFO(log::kFlagNet, "not listening on standby rail %s: %s", Device(d).name.c_str(), st.ToString().c_str());
+  }
   *out = std::move(l);
   return Status::Ok();
 }
