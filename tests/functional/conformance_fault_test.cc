@@ -192,6 +192,31 @@ TEST_F(ConformanceFaults, IflushOnHostMemoryCompletes) {
   ASSERT_OK(pair.CloseAll());
 }
 
+// NCCL never groups more receives than maxRecvs; if a caller does, the plugin must refuse cleanly.
+TEST_F(ConformanceFaults, GroupedReceiveBeyondMaxRecvsIsRefused) {
+  ASSERT_OK(pair.Open());
+  rrNcclNetProperties_v12_t props;
+  ASSERT_EQ(pair.ep().net().GetProperties(0, &props), rrNcclSuccess);
+  ASSERT_OK(pair.Wire(0, 1));
+  auto& net = pair.ep().net();
+  void* rc = pair.recv_comms()[0];
+  int n = props.maxRecvs + 1;
+  std::vector<char> buf(4096 * n);
+  void* mh = nullptr;
+  ASSERT_EQ(net.RegMr(rc, buf.data(), buf.size(), RR_NCCL_PTR_HOST, &mh), rrNcclSuccess);
+  std::vector<void*> data(n), mhs(n, mh);
+  std::vector<size_t> sizes(n, 4096);
+  std::vector<int> tags(n, 0);
+  for (int i = 0; i < n; ++i) data[i] = &buf[4096 * i];
+  void* req = nullptr;
+  size_t warns0 = WarnCount();
+  rrNcclResult_t r = net.Irecv(rc, n, data.data(), sizes.data(), tags.data(), mhs.data(), nullptr, &req);
+  EXPECT_NE(r, rrNcclSuccess) << "irecv with n=" << n << " > maxRecvs=" << props.maxRecvs << " was accepted";
+  EXPECT_GT(WarnCount(), warns0) << "the refusal was not explained through the logger";
+  EXPECT_EQ(net.DeregMr(rc, mh), rrNcclSuccess);
+  ASSERT_OK(pair.CloseAll());
+}
+
 struct BadValue {
   const char* env;
   const char* name;
