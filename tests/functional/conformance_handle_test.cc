@@ -241,5 +241,41 @@ TEST(ConformanceHandles, StrangerWithoutTheNonceIsRejectedAndPeerUnaffected) {
   ASSERT_OK(pair.CloseAll());
 }
 
+// Listens that NCCL closes without accepting (shared comms), devices that do not exist, and a
+// handle whose listener is already gone.
+TEST(ConformanceHandles, ListenConnectEdgeCases) {
+  ArmWatchdog(100);
+  std::unique_ptr<nb::Endpoint> ep;
+  ASSERT_OK(nb::Endpoint::Open(PluginPath(), 0, &ep));
+  auto& net = ep->net();
+  int fds0 = nb::CountOpenFds();
+  for (int i = 0; i < 20; ++i) {
+    nb::Handle h;
+    void* lc = nullptr;
+    ASSERT_OK(ep->Listen(&h, &lc));
+    ASSERT_EQ(net.CloseListen(lc), rrNcclSuccess);
+  }
+  EXPECT_EQ(nb::CountOpenFds(), fds0) << "listen + closeListen without accept leaked descriptors";
+
+  nb::Handle h;
+  void* lc = nullptr;
+  size_t warns0 = WarnCount();
+  EXPECT_NE(net.Listen(ep->ctx(), ep->ndev(), h.data(), &lc), rrNcclSuccess) << "listen on a device past devices()";
+  void* sc = nullptr;
+  ASSERT_OK(ep->Listen(&h, &lc));
+  EXPECT_NE(net.Connect(ep->ctx(), ep->ndev(), h.data(), &sc), rrNcclSuccess) << "connect on a device past devices()";
+  EXPECT_GT(WarnCount(), warns0) << "bad device indices were refused without a WARN";
+
+  // The listener is gone before anyone connects: connect must fail within the bound, not poll forever.
+  ASSERT_EQ(net.CloseListen(lc), rrNcclSuccess);
+  warns0 = WarnCount();
+  Status st = ep->Connect(h, &sc, kErrorBoundMs);
+  EXPECT_FALSE(st.ok()) << "connect to a closed listener succeeded";
+  EXPECT_NE(st.code(), rr::Code::kInternalError) << "connect to a closed listener did not fail within "
+                                                  << kErrorBoundMs << " ms: " << st.ToString();
+  EXPECT_GT(WarnCount(), warns0) << "the failed connect was not reported through the logger";
+  EXPECT_EQ(nb::CountOpenFds(), fds0) << "descriptors leaked by the failed connect";
+}
+
 }  // namespace
 }  // namespace conf
