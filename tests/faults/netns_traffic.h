@@ -129,25 +129,27 @@ inline std::string TcpTransfer(NetnsTopology& t, int from, int to, int r, size_t
 }
 
 inline double IperfRate(NetnsTopology& t, int from, int to, int r, int seconds, std::string* err) {
-  std::string addr = t.Addr(to, r);
+  static int next_port = 5201;  // a fresh port per run: a finishing one-off server may still hold the last
+  std::string addr = t.Addr(to, r), port = std::to_string(next_port++);
   // One-off server, detached from our pipe, killed by timeout(1) if the client never comes.
-  t.Exec(to, "timeout " + std::to_string(seconds + 15) + " iperf3 -s -1 -B " + addr +
-                 " -p 5201 >/dev/null 2>&1 &");
+  t.Exec(to, "timeout " + std::to_string(seconds + 15) + " iperf3 -s -1 -B " + addr + " -p " + port +
+                 " >/dev/null 2>&1 &");
   CmdResult c;
   for (int attempt = 0; attempt < 50; ++attempt) {
-    c = t.Exec(from, "timeout " + std::to_string(seconds + 10) + " iperf3 -J -c " + addr + " -p 5201 -t " +
+    c = t.Exec(from, "timeout " + std::to_string(seconds + 10) + " iperf3 -J -c " + addr + " -p " + port + " -t " +
                          std::to_string(seconds));
-    if (c.rc == 0 || c.out.find("Connection refused") == std::string::npos) break;
+    if (c.out.find("Connection refused") == std::string::npos) break;
     usleep(100 * 1000);  // the server is still starting
   }
-  if (c.rc != 0) {
-    *err = "iperf3 rc=" + std::to_string(c.rc) + ": " + c.out.substr(0, 400);
-    return -1;
-  }
   try {
-    return nlohmann::json::parse(c.out).at("end").at("sum_received").at("bits_per_second").get<double>();
+    auto j = nlohmann::json::parse(c.out);
+    if (j.contains("error")) {
+      *err = "iperf3: " + j["error"].get<std::string>();
+      return -1;
+    }
+    return j.at("end").at("sum_received").at("bits_per_second").get<double>();
   } catch (const std::exception& e) {
-    *err = std::string("iperf3 JSON: ") + e.what();
+    *err = "iperf3 rc=" + std::to_string(c.rc) + ": " + e.what() + ": " + c.out.substr(0, 600);
     return -1;
   }
 }

@@ -12,13 +12,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "rerail/clock.h"
 #include "rerail/params.h"
 #include "rerail/rails/board.h"
 
 namespace rr::rails {
 namespace {
 
-constexpr int kSeqlockTries = 1000;
+// A writer preempted in mid-update (odd seq) keeps readers waiting; on a loaded host that can last
+// milliseconds, so the bound is in time, and only a writer that died mid-update exhausts it.
+constexpr uint64_t kSeqlockPatienceNs = 200ull * 1000 * 1000;
 
 std::string FixedString(const char* s, size_t n) { return std::string(s, strnlen(s, n)); }
 
@@ -27,7 +30,8 @@ RailSnapshot ReadSlot(const RailSlot& s) {
   r.index = static_cast<int>(s.index);
   r.name = FixedString(s.name, sizeof(s.name));
   r.torn = true;
-  for (int i = 0; i < kSeqlockTries; ++i) {
+  const uint64_t give_up = NowNs() + kSeqlockPatienceNs;
+  for (int i = 0;; ++i) {
     uint32_t s1 = s.seq.load(std::memory_order_acquire);
     r.state = static_cast<RailState>(s.state.load(std::memory_order_relaxed));
     r.reason = static_cast<RailEvent>(s.reason.load(std::memory_order_relaxed));
@@ -38,7 +42,8 @@ RailSnapshot ReadSlot(const RailSlot& s) {
       r.torn = false;
       break;
     }
-    if (i > 16) sched_yield();
+    if (i > 64 && NowNs() > give_up) break;
+    if (i > 16) usleep(i > 64 ? 50 : 0);
   }
   r.bw_estimate_bps = s.bw_estimate_bps.load(std::memory_order_relaxed);
   r.bytes_sent = s.bytes_sent.load(std::memory_order_relaxed);

@@ -138,7 +138,11 @@ TEST_F(BoardTest, SeqlockReadersNeverSeeATornState) {
     const RailSnapshot& s = b.rails.at(0);
     bool a = s.state == RailState::kFailed && s.reason == RailEvent::kLinkDown;
     bool c = s.state == RailState::kHealthy && (s.reason == RailEvent::kProbeOk || s.reason == RailEvent::kNone);
-    if (!(a || c) || s.torn) ++mixed;
+    if (!(a || c) || s.torn) {
+      ++mixed;
+      ADD_FAILURE() << "state " << rr::rails::StateName(s.state) << " reason " << rr::rails::EventName(s.reason)
+                    << (s.torn ? " (torn)" : "");
+    }
     EXPECT_GE(s.bytes_sent, last_bytes);  // monotonic counters never go back
     last_bytes = s.bytes_sent;
     ++reads;

@@ -17,8 +17,9 @@
 //
 // Reader contract
 //   * ReadBoard()/ScanBoards() map files read-only, copy consistent snapshots and unmap; they never
-//     block on a writer (seqlock readers retry a bounded number of times, then report the slot as
-//     torn=true with the last values read, which cannot happen unless a writer dies mid-update).
+//     block on a writer for long (seqlock readers retry for at most 200 ms — a writer preempted in
+//     mid-update — then report the slot as torn=true with the last values read, which only happens
+//     when a writer died or was stopped mid-update).
 //   * A board is stale when its pid is gone, or the pid now belongs to a process with another start
 //     time. ScanBoards(remove_stale=true) unlinks stale boards and lists them in `removed`.
 //   * Files that are not boards of this version are reported in `errors` (path: reason), never
