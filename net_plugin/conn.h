@@ -36,6 +36,7 @@
 #include "link_state.h"
 #include "request.h"
 #include "rx_tracker.h"
+#include "scheduler.h"
 #include "transport.h"
 #include "wire.h"
 
@@ -170,6 +171,8 @@ class SendComm final : public Comm {
   Nonce nonce_;
   std::vector<TxLink> links_;
   TxMsg msgs_[RxTracker::kWindow];
+  Scheduler sched_;
+  std::vector<bool> eligible_;    // scratch for the scheduler
   std::deque<ChunkRef> requeue_;  // chunks of failed links waiting to be re-sent
   std::deque<Frame> notices_;     // control frames for the peer (link-down notices)
   uint64_t next_seq_ = 0;

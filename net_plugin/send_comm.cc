@@ -34,6 +34,10 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
     : Comm(kSendCommMagic), cfg_(cfg), nonce_(nonce), links_(plan.size()) {
   conn_id_ = conn_id;
   setup_start_ns_ = NowNs();
+  std::vector<double> nominal;
+  for (const auto& p : plan) nominal.push_back(cfg_.transport->Device(p.local_dev).speed_mbps * 1e6);
+  sched_.Reset(nominal);
+  eligible_.assign(plan.size(), false);
   for (size_t i = 0; i < plan.size(); ++i) {
     TxLink& l = links_[i];
     l.plan = plan[i];
@@ -156,6 +160,11 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
     return true;
   }
   if (!Eligible(l)) return false;
+  int idx = static_cast<int>(&l - links_.data());
+  if (links_.size() > 1) {
+    for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
+    if (!sched_.Admit(idx, eligible_, cfg_.chunk)) return false;  // another rail would finish it sooner
+  }
   ChunkRef c{};
   bool have = false;
   while (!requeue_.empty() && !have) {
@@ -177,6 +186,7 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
   s->len = c.len;
   s->busy = true;
   l.inflight.push_back(c);
+  sched_.OnQueued(idx, c.len);
   return true;
 }
 
@@ -196,13 +206,18 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
     size_t n = 0;
     int err = 0;
     IoState st = l.link->Writev(i, iov, cnt, &n, &err);
-    if (st == IoState::kAgain) return Status::Ok();
+    int idx = static_cast<int>(&l - links_.data());
+    if (st == IoState::kAgain) {
+      sched_.OnBlocked(idx, NowNs());
+      return Status::Ok();
+    }
     if (st != IoState::kOk) {
       FailLink(l, std::string("send failed: ") + (st == IoState::kClosed ? "closed" : strerror(err)),
                err == ECONNRESET || err == EPIPE);
       return Status::Ok();
     }
     *progressed = true;
+    sched_.OnWritten(idx, n, NowNs());
     l.bytes += n;
     s.done += n;
     if (s.done < sizeof(Frame) + s.len) return Status::Ok();  // socket buffer full
@@ -213,8 +228,12 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
 void SendComm::OnAck(uint64_t ack) {
   if (ack <= acked_ || ack > next_seq_) return;
   for (; acked_ < ack; ++acked_) msgs_[acked_ % RxTracker::kWindow].req->state = ReqState::kDone;
-  for (auto& l : links_) {
-    while (!l.inflight.empty() && l.inflight.front().seq < acked_) l.inflight.pop_front();
+  for (size_t i = 0; i < links_.size(); ++i) {
+    auto& q = links_[i].inflight;
+    while (!q.empty() && q.front().seq < acked_) {
+      sched_.OnQueued(static_cast<int>(i), -static_cast<int64_t>(q.front().len));
+      q.pop_front();
+    }
   }
 }
 
@@ -266,6 +285,7 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
     ++chunks;
   }
   l.inflight.clear();
+  sched_.ClearQueued(idx);
   bool was_probing = l.fsm.state() == LinkState::kProbing;
   l.fsm.Transition(LinkState::kFailed, why);
   l.link.reset();

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   Stats st;
   uint64_t next_send = 0, next_post = 0;
   bool send_done = false, recv_done = false, term_posted = false;
-  uint64_t t0 = rr::NowMs(), last_recv = 0, first_err = 0;
+  uint64_t t0 = rr::NowMs(), last_recv = 0, first_recv = 0, first_err = 0;
   rr::Deadline hard = rr::Deadline::AfterMs(duration_ms + 60000);
   while (!(send_done && recv_done)) {
     if (hard.Expired()) { st.hang = true; break; }
@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
         rreq[ko] = nullptr;
         uint64_t now = rr::NowMs();
         if (last_recv) st.max_gap_ms = std::max(st.max_gap_ms, double(now - last_recv));
+        if (!first_recv) first_recv = now;
         last_recv = now;
         if (size == 0) {
           recv_done = true;
@@ -157,8 +158,9 @@ int main(int argc, char** argv) {
   }
   if (st.err) first_err = rr::NowMs(), st.err_after_ms = first_err - t0;
   printf("RESULT sent=%" PRIu64 " recv=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64 " maxgap_ms=%.0f err=%d err_after_ms=%" PRIu64
-         " hang=%d\n",
-         st.sent, st.recv, st.bytes, st.bad, st.max_gap_ms, st.err, st.err_after_ms, st.hang ? 1 : 0);
+         " hang=%d rate_mbps=%.0f\n",
+         st.sent, st.recv, st.bytes, st.bad, st.max_gap_ms, st.err, st.err_after_ms, st.hang ? 1 : 0,
+         last_recv > first_recv ? st.bytes * 8.0 / ((last_recv - first_recv) * 1e3) : 0.0);
   fflush(stdout);
   // Let the peer finish reading our terminator and acks before closing.
   if (!st.err && !st.hang) {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -194,6 +195,44 @@ TEST_F(NetFaults, FlappingRailLosesNothing) {
       std::this_thread::sleep_for(200ms);
       topo().Heal(0, 1);
     }
+  }, &a, &b);
+  ExpectBothClean(a, b);
+}
+
+TEST_F(NetFaults, SlowRailGetsAProportionalShare) {
+  for (int h = 0; h < 2; ++h) {
+    topo().Slow(h, 0, "200mbit");
+    topo().Slow(h, 1, "50mbit");
+  }
+  PeerResult a, b;
+  Run("", 3000, [&] {}, &a, &b, 4 << 20);
+  ExpectBothClean(a, b);
+}
+
+// At least 60 s of streaming with a random fault (link down, black hole, slow, heal) every 1-3 s on a
+// random rail, never taking both rails at once; then everything heals and the stream must be intact.
+TEST_F(NetFaults, SoakRandomFaultsSixtySeconds) {
+  std::mt19937 rng(static_cast<unsigned>(getpid()));
+  PeerResult a, b;
+  Run("RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=500 RERAIL_STALL_MS=300", 62000, [&] {
+    auto start = std::chrono::steady_clock::now();
+    int broken = -1;
+    while (std::chrono::steady_clock::now() - start < 58s) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000 + rng() % 2000));
+      int h = rng() % 2, r = rng() % 2;
+      if (broken >= 0) {
+        topo().Heal(broken / 2, broken % 2);
+        broken = -1;
+        continue;
+      }
+      switch (rng() % 3) {
+        case 0: topo().Fail(h, r); break;
+        case 1: topo().Blackhole(h, r); break;
+        default: topo().Slow(h, r, "100mbit"); break;
+      }
+      broken = h * 2 + r;
+    }
+    if (broken >= 0) topo().Heal(broken / 2, broken % 2);
   }, &a, &b);
   ExpectBothClean(a, b);
 }
