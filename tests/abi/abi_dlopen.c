@@ -9,6 +9,7 @@
  *                                      (reference §1.1) through the normal loader search and check that
  *                                      it resolves to EXPECTED_PATH
  *
+ * Profiler and tuner tables: every mandatory slot (reference §2.5) non-NULL.
  * Run-time layout check of a net table: mandatory slots (reference §2.2) non-NULL at their offsets;
  * init + devices succeed; getProperties(0) into a sentinel-filled buffer writes nothing past the
  * version's struct size (v10 104 B, v11 112 B, v12 128 B, §2.5) and sane values at the reference
@@ -132,6 +133,20 @@ static void check_net_table(const char* sym, const void* t, int version) {
   printf("ok: %s name=\"%s\" ndev=%d\n", sym, name ? name : "(null)", ndev);
 }
 
+/* Profiler v1..v6 tables: 6 slots, 48 B (name, init, startEvent, stopEvent, recordEventState, finalize). */
+static void check_profiler_table(const char* sym, const void* t) {
+  for (int i = 0; i < 6; ++i)
+    if (slot(t, i) == NULL) fail("%s slot %d (offset %d) is NULL", sym, i, 8 * i);
+  if (slot(t, 0) != NULL) printf("ok: %s name=\"%s\", 6 slots set\n", sym, (const char*)slot(t, 0));
+}
+
+/* Tuner v2..v5 tables: name, init, getCollInfo, finalize (32 B); v6 adds getChunkSize@32 (may be NULL). */
+static void check_tuner_table(const char* sym, const void* t, int version) {
+  for (int i = 0; i < 4; ++i)
+    if (slot(t, i) == NULL) fail("%s slot %d (offset %d) is NULL", sym, i, 8 * i);
+  if (slot(t, 0) != NULL) printf("ok: %s (v%d) name=\"%s\", 4 slots set\n", sym, version, (const char*)slot(t, 0));
+}
+
 static int cmd_load(const char* path, int nsyms, char** syms) {
   void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (dl == NULL) {
@@ -146,6 +161,8 @@ static int cmd_load(const char* path, int nsyms, char** syms) {
     }
     int v = 0;
     if (sscanf(syms[i], "ncclNetPlugin_v%d", &v) == 1) check_net_table(syms[i], s, v);
+    else if (sscanf(syms[i], "ncclProfiler_v%d", &v) == 1) check_profiler_table(syms[i], s);
+    else if (sscanf(syms[i], "ncclTunerPlugin_v%d", &v) == 1) check_tuner_table(syms[i], s, v);
     else printf("ok: %s present\n", syms[i]);
   }
   dlclose(dl);

@@ -26,7 +26,10 @@ using rr::Status;
 
 class ConformanceFaults : public ::testing::Test {
  protected:
-  void SetUp() override { ArmWatchdog(100); }
+  void SetUp() override {
+    ArmWatchdog(100);
+    UseShortFailureBounds();
+  }
   Pair pair;
 };
 
@@ -134,6 +137,30 @@ TEST_F(ConformanceFaults, PeerKilledWhileSendingGivesErrorNotFalseSuccess) {
   EXPECT_GT(WarnCount(), 0u) << "the failure was not reported through the logger";
   EXPECT_EQ(net.CloseSend(sc), rrNcclSuccess);
   pair.send_comms().clear();
+}
+
+// NCCL's receive proxy posts irecv only when the GPU freed the slot and makes no plugin call on an
+// idle comm meanwhile; a sender may wait seconds (longer than any stall or give-up bound) without
+// that being a failure. Both orders: receiver late, then sender late.
+TEST_F(ConformanceFaults, LatePostingIsNotAFailure) {
+  ASSERT_OK(pair.Open());
+  ASSERT_OK(pair.Wire(1, 1));
+  const uint64_t late_ms = kGiveupMs + 1500;
+  nb::Plan p;
+  p.dir = "send", p.sizes = {64ull << 20, 1}, p.nmsgs = 4, p.seed = 21;
+  nb::Plan peer_late = p.Mirror();
+  peer_late.delay_ms = late_ms;  // the peer receives late
+  json r;
+  ASSERT_OK(pair.peer().Send({{"cmd", "run"}, {"plan", peer_late.ToJson()}}));
+  nb::PlanResult res;
+  Status s = nb::RunPlan(pair.ep().net(), p, pair.send_comms(), pair.recv_comms(), &res);
+  Status pr = pair.peer().Reply(&r, 60000);
+  ASSERT_OK(s) << "sender, with the receiver " << late_ms << " ms late";
+  ASSERT_OK(pr) << "receiver that posted " << late_ms << " ms late";
+  p.delay_ms = late_ms;  // this side sends late; the peer has its receives posted and polls
+  p.dir = "send";
+  ASSERT_OK(pair.Run(p)) << "sender " << late_ms << " ms late";
+  ASSERT_OK(pair.CloseAll());
 }
 
 TEST_F(ConformanceFaults, SendLargerThanPostedReceiveIsAnError) {

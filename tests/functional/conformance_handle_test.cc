@@ -149,6 +149,7 @@ int GarbageHandlesChild(bool isolated) {
 
 TEST(ConformanceHandles, GarbageAndTruncatedHandlesFailCleanly) {
   ArmWatchdog(100);
+  UseShortFailureBounds();
   pid_t pid = fork();  // before this process loads the plugin or starts any thread
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -195,6 +196,7 @@ bool ClosedByPeer(int fd, uint64_t bound_ms) {
 
 TEST(ConformanceHandles, StrangerWithoutTheNonceIsRejectedAndPeerUnaffected) {
   ArmWatchdog(100);
+  UseShortFailureBounds();
   Pair pair;
   ASSERT_OK(pair.Open());
   auto& net = pair.ep().net();
@@ -245,6 +247,7 @@ TEST(ConformanceHandles, StrangerWithoutTheNonceIsRejectedAndPeerUnaffected) {
 // handle whose listener is already gone.
 TEST(ConformanceHandles, ListenConnectEdgeCases) {
   ArmWatchdog(100);
+  UseShortFailureBounds();
   std::unique_ptr<nb::Endpoint> ep;
   ASSERT_OK(nb::Endpoint::Open(PluginPath(), 0, &ep));
   auto& net = ep->net();

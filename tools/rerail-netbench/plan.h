@@ -41,8 +41,9 @@ struct Plan {
   bool verify = true;                // false: benchmark mode (no fill/check per message)
   bool initiator = true;             // which side this is; decides the content seed per direction
   uint64_t timeout_ms = 60000;
+  uint64_t delay_ms = 0;             // idle (no plugin call) this long after registering, before posting
 
-  Plan Mirror() const;               // the peer's plan: send<->recv, initiator flipped
+  Plan Mirror() const;               // the peer's plan: send<->recv, initiator flipped, no delay
   nlohmann::json ToJson() const;
   static Plan FromJson(const nlohmann::json& j);
 };
