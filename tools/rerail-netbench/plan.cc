@@ -179,7 +179,6 @@ Status Drive(const Plan& p, std::vector<std::unique_ptr<Lane>>& lanes, PlanResul
   Deadline dl = Deadline::AfterMs(p.timeout_ms);
   size_t finished = 0;
   if (p.nmsgs == 0) finished = lanes.size();
-  uint64_t idle = 0;
   while (finished < lanes.size()) {
     bool progress = false;
     for (auto& lp : lanes) {
@@ -205,13 +204,10 @@ Status Drive(const Plan& p, std::vector<std::unique_ptr<Lane>>& lanes, PlanResul
       ++res->messages;
       if (++l.next_done == p.nmsgs) ++finished;
     }
-    if (progress) {
-      idle = 0;
-      continue;
-    }
+    if (progress) continue;
     if (dl.Expired())
       return Status::Internal("traffic timed out after " + std::to_string(p.timeout_ms) + " ms:" + Progress(p, lanes));
-    if (++idle % 64 == 0) sched_yield();  // the CPU is shared; NCCL's proxy also yields when idle
+    sched_yield();  // an idle pass: NCCL's progress loop yields here too
   }
   return Status::Ok();
 }
@@ -257,7 +253,7 @@ static Status WaitDone(ReqQueue& q, const Deadline& dl, const char* what) {
     RR_CHECK(q.TestOldest(&done, &d));
     if (done) return Status::Ok();
     if ((spins & 1023) == 0 && dl.Expired()) return Status::Internal(std::string("ping-pong: timed out in ") + what);
-    if (spins >= 64) sched_yield();  // idle like NCCL's proxy: let the plugin's threads run on a busy CPU
+    sched_yield();  // an idle pass: NCCL's progress loop yields here too (proxy.cc, `if (idle) sched_yield()`)
   }
 }
 
