@@ -128,11 +128,9 @@ Status Plugin::Init(log::LoggerFn logger, int abi_version, void** ctx) {
   if (refs_ == 0) {
     log::SetPrefix("NET/rerail");
     if (logger != nullptr) log::SetLogger(logger);
-    Status st = FirstInit(abi_version);
-    if (!st.ok()) {
-      log::SetLogger(nullptr);
-      return st;
-    }
+    // On failure the logger stays set: the shim reports the error through NCCL's logger right after
+    // (NCCL's logger lives in libnccl, which outlives this library).
+    RR_CHECK(FirstInit(abi_version));
   }
   ++refs_;
   if (ctx != nullptr) *ctx = new Ctx();
@@ -159,7 +157,11 @@ Status Plugin::Finalize(void* ctx) {
     c->magic = 0;
     delete c;
   }
-  if (refs_ == 0) return Status::Internal("finalize without a matching init");
+  if (refs_ == 0) {
+    // NCCL finalizes a context whose init failed; nothing was set up for it.
+    if (ctx == nullptr) return Status::Ok();
+    return Status::Internal("finalize without a matching init");
+  }
   if (--refs_ == 0) {
     ReleaseAll();
     if (monitor_) monitor_->Stop();
