@@ -58,9 +58,16 @@ enum class Policy : uint8_t {
   kFailover,  // primary link only while it is healthy; every healthy survivor otherwise
 };
 
+}  // namespace rr::net
+namespace rr::rails {
+class BoardWriter;
+}
+namespace rr::net {
+
 struct ConnConfig {
   Transport* transport = nullptr;
   const RailSignals* rails = nullptr;
+  rails::BoardWriter* board = nullptr;  // rail-health board (slot = local device index); may be null
   uint32_t chunk = 128 * 1024;
   int streams = 2;
   Policy policy = Policy::kStripe;
@@ -180,6 +187,7 @@ class SendComm final : public Comm {
   uint64_t acked_ = 0;
   uint64_t no_link_since_ns_ = 0;  // 0 while some link is healthy
   uint64_t setup_start_ns_ = 0;
+  uint64_t next_board_ns_ = 0;
   int peer_closed_links_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "conn.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
+#include "rerail/rails/board.h"
 
 namespace rr::net {
 
@@ -172,6 +173,7 @@ Status RecvComm::ReadStream(RxLink& l, int i, bool* progressed) {
     } else if (s.phase == Phase::kPayload) {
       st = l.link->Read(i, s.dst, s.remaining, &n, &err);
       if (st == IoState::kOk) {
+        if (cfg_.board) cfg_.board->AddBytes(l.link->identity().rail, 0, n);
         s.dst += n;
         s.remaining -= n;
         if (s.remaining == 0) OnPlaced(s), s.phase = Phase::kHeader;
