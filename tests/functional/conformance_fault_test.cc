@@ -39,7 +39,9 @@ size_t WarnCount() {
   return n;
 }
 
-bool IsPeerGoneCode(rr::Code c) { return c == rr::Code::kRemoteError || c == rr::Code::kSystemError; }
+bool IsPeerGoneCode(rr::Code c) {
+  return c == rr::Code::kRemoteError || c == rr::Code::kSystemError;
+}
 
 // Receives 64 MiB messages from the peer; kills it once one message arrived; then test() must fail.
 TEST_F(ConformanceFaults, PeerKilledWhileReceivingGivesErrorNotHang) {
@@ -186,7 +188,8 @@ TEST_F(ConformanceFaults, SendLargerThanPostedReceiveIsAnError) {
   for (bool done = false; st.ok();) {
     nb::ReqQueue::Done d{};
     st = q.TestOldest(&done, &d);
-    ASSERT_FALSE(done) << "an 8192-byte send into a 4096-byte receive was reported done (size " << d.size << ")";
+    ASSERT_FALSE(done) << "an 8192-byte send into a 4096-byte receive was reported done (size " << d.size
+                       << ")";
     ASSERT_FALSE(st.ok() && dl.Expired()) << "no error within " << kErrorBoundMs << " ms";
   }
   fprintf(stderr, "oversized send -> %s\n", st.ToString().c_str());

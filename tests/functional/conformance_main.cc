@@ -18,9 +18,15 @@ std::string g_plugin = RERAIL_NET_PLUGIN_PATH;
 std::string g_peer;
 bool g_echo = false;
 }  // namespace
-bool EchoPluginLog() { return g_echo; }
-const std::string& PluginPath() { return g_plugin; }
-const std::string& PeerExe() { return g_peer; }
+bool EchoPluginLog() {
+  return g_echo;
+}
+const std::string& PluginPath() {
+  return g_plugin;
+}
+const std::string& PeerExe() {
+  return g_peer;
+}
 }  // namespace conf
 
 int main(int argc, char** argv) {

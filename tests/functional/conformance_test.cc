@@ -79,7 +79,8 @@ TEST_F(Conformance, SizesAreByteExactBothWays) {
   ASSERT_OK(pair.Open());
   ASSERT_OK(pair.Wire(1, 1));
   // Each size alone, several iterations (content differs per iteration), both directions at once.
-  for (uint64_t size : {0ull, 1ull, 7ull, 4095ull, 4096ull, 65537ull, 1ull << 20, 64ull << 20, 256ull << 20}) {
+  for (uint64_t size :
+       {0ull, 1ull, 7ull, 4095ull, 4096ull, 65537ull, 1ull << 20, 64ull << 20, 256ull << 20}) {
     nb::Plan p = Both({size}, size >= (64ull << 20) ? 2 : 5);
     p.seed = 100 + size;
     ASSERT_OK(pair.Run(p)) << "size " << size;
@@ -242,8 +243,9 @@ TEST_F(Conformance, SetupOnServiceThreadWhileTrafficOnProgressThread) {
   std::vector<char> scratch(1 << 16);
   for (size_t i = 1; setup.ok() && i < pair.send_comms().size(); ++i) {
     void* mh = nullptr;
-    setup = nb::FromNccl(pair.ep().net().RegMr(pair.send_comms()[i], scratch.data(), scratch.size(),
-                                                RR_NCCL_PTR_HOST, &mh), "regMr during traffic");
+    setup = nb::FromNccl(
+        pair.ep().net().RegMr(pair.send_comms()[i], scratch.data(), scratch.size(), RR_NCCL_PTR_HOST, &mh),
+        "regMr during traffic");
     if (setup.ok()) setup = nb::FromNccl(pair.ep().net().DeregMr(pair.send_comms()[i], mh), "deregMr");
   }
   progress.join();

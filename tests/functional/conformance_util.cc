@@ -8,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <set>
-#include <cstring>
 #include <sstream>
 
 namespace conf {
@@ -35,7 +34,8 @@ void UseShortFailureBounds() {
 
 void ArmWatchdog(unsigned seconds) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  if (info != nullptr) snprintf(g_case_name, sizeof(g_case_name), "%s.%s", info->test_suite_name(), info->name());
+  if (info != nullptr)
+    snprintf(g_case_name, sizeof(g_case_name), "%s.%s", info->test_suite_name(), info->name());
   signal(SIGALRM, OnAlarm);
   alarm(seconds);
 }

@@ -77,10 +77,10 @@ std::vector<unsigned long> SocketInodes();
 }  // namespace conf
 
 // ASSERT_OK(status_expr) << "more context";
-#define ASSERT_OK(expr)                                      \
-  switch (0)                                                 \
-  case 0:                                                    \
-  default:                                                   \
-    if (::rr::Status conf_s_ = (expr); conf_s_.ok()) {       \
-    } else                                                   \
+#define ASSERT_OK(expr)                                \
+  switch (0)                                           \
+  case 0:                                              \
+  default:                                             \
+    if (::rr::Status conf_s_ = (expr); conf_s_.ok()) { \
+    } else                                             \
       FAIL() << #expr << " -> " << conf_s_.ToString() << " "

@@ -52,7 +52,8 @@ Status Wire(nb::Endpoint& ep, nb::PeerClient& peer, void** send_comm, void** rec
   RR_CHECK(peer.Reply(&r, 30000));
   RR_CHECK(peer.Call({{"cmd", "listen"}, {"n", 1}}, &r, 30000));
   nb::Handle ph;
-  if (!nb::FromHex(r.at("handles").at(0).get<std::string>(), &ph)) return Status::Internal("bad handle from peer");
+  if (!nb::FromHex(r.at("handles").at(0).get<std::string>(), &ph))
+    return Status::Internal("bad handle from peer");
   RR_CHECK(ep.Connect(ph, send_comm, 30000));
   return peer.Reply(&r, 30000);
 }
@@ -101,16 +102,20 @@ int Main(const Options& o) {
   }
   if (o.lat) {
     uint64_t warm = o.lat_iters / 10 + 1;
-    s = peer.Send({{"cmd", "pingpong"}, {"size", o.lat_size}, {"warmup", warm}, {"iters", o.lat_iters},
+    s = peer.Send({{"cmd", "pingpong"},
+                   {"size", o.lat_size},
+                   {"warmup", warm},
+                   {"iters", o.lat_iters},
                    {"initiator", false}});
     if (s.ok()) s = nb::PingPong(ep->net(), sc, rc, o.lat_size, warm, o.lat_iters, true, 120000, &rtt);
     Status pr = peer.Reply(&r, 120000);
     if (s.ok()) s = pr;
     if (!s.ok()) return Die("latency", s);
-    std::printf("latency: %llu B ping-pong, %llu round trips: rtt mean %.2f us (one-way %.2f), median %.2f us "
-                "(one-way %.2f)\n",
-                static_cast<unsigned long long>(o.lat_size), static_cast<unsigned long long>(o.lat_iters),
-                rtt.mean_us, rtt.mean_us / 2, rtt.p50_us, rtt.p50_us / 2);
+    std::printf(
+        "latency: %llu B ping-pong, %llu round trips: rtt mean %.2f us (one-way %.2f), median %.2f us "
+        "(one-way %.2f)\n",
+        static_cast<unsigned long long>(o.lat_size), static_cast<unsigned long long>(o.lat_iters),
+        rtt.mean_us, rtt.mean_us / 2, rtt.p50_us, rtt.p50_us / 2);
   }
   (void)peer.Call({{"cmd", "close"}}, &r, 30000);
   (void)ep->net().CloseSend(sc);
@@ -131,7 +136,8 @@ int main(int argc, char** argv) {
   bool peer_mode = false;
   std::string only;
   app.add_option("--plugin", o.plugin, "net plugin: path or NCCL_NET_PLUGIN-style name");
-  app.add_option("--size", o.size, "bytes per throughput message")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  app.add_option("--size", o.size, "bytes per throughput message")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   app.add_option("--iters", o.iters, "throughput messages")->check(CLI::Range(1, 100000));
   app.add_option("--window", o.window, "outstanding requests per comm")->check(CLI::Range(1, 32));
   app.add_option("--lat-size", o.lat_size, "bytes per ping-pong message")->check(CLI::Range(0, 1 << 20));

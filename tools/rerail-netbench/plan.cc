@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "pattern.h"
 #include "rerail/clock.h"
@@ -22,10 +22,21 @@ Plan Plan::Mirror() const {
 }
 
 nlohmann::json Plan::ToJson() const {
-  return {{"dir", dir},         {"comms", comms},         {"nmsgs", nmsgs},       {"sizes", sizes},
-          {"rand_max", rand_max}, {"seed", seed},         {"window", window},     {"cap_extra", cap_extra},
-          {"offset", offset},   {"null_sizes", null_sizes}, {"preset", preset},   {"verify", verify},
-          {"initiator", initiator}, {"timeout_ms", timeout_ms}, {"delay_ms", delay_ms}};
+  return {{"dir", dir},
+          {"comms", comms},
+          {"nmsgs", nmsgs},
+          {"sizes", sizes},
+          {"rand_max", rand_max},
+          {"seed", seed},
+          {"window", window},
+          {"cap_extra", cap_extra},
+          {"offset", offset},
+          {"null_sizes", null_sizes},
+          {"preset", preset},
+          {"verify", verify},
+          {"initiator", initiator},
+          {"timeout_ms", timeout_ms},
+          {"delay_ms", delay_ms}};
 }
 
 Plan Plan::FromJson(const nlohmann::json& j) {
@@ -112,7 +123,8 @@ Status VerifyContent(const Plan& p, Lane& l, uint64_t msg) {
   }
   for (uint64_t i = 0; i < p.cap_extra; ++i) {
     if (static_cast<unsigned char>(slot[size + i]) != kPoison)
-      return Status::Internal(where + ": plugin wrote past the message, at offset " + std::to_string(size + i));
+      return Status::Internal(where + ": plugin wrote past the message, at offset " +
+                              std::to_string(size + i));
   }
   return Status::Ok();
 }
@@ -121,8 +133,10 @@ Status VerifyContent(const Plan& p, Lane& l, uint64_t msg) {
 // never stops for long (NCCL's proxy does not either); reused slots are prepared when posted.
 void PrepareSlot(const Plan& p, Lane& l, uint64_t m) {
   uint64_t size = PlanSize(p, l.comm, m);
-  if (l.send) Fill(l.Slot(p, m), size, l.seed, m);
-  else std::memset(l.Slot(p, m), kPoison, size + p.cap_extra);
+  if (l.send)
+    Fill(l.Slot(p, m), size, l.seed, m);
+  else
+    std::memset(l.Slot(p, m), kPoison, size + p.cap_extra);
 }
 
 Status PostOne(const Plan& p, Lane& l, bool* posted) {
@@ -148,7 +162,8 @@ Status SetupLanes(netdrv::NetPlugin& net, const Plan& p, const std::vector<void*
         return Status::Internal("plan names " + std::string(send ? "send" : "recv") + " comm " +
                                 std::to_string(c) + " which does not exist");
       auto l = std::make_unique<Lane>(&net, send, c, list[c], p.window);
-      l->slots = static_cast<int>(p.nmsgs < static_cast<uint64_t>(p.window) ? (p.nmsgs ? p.nmsgs : 1) : p.window);
+      l->slots =
+          static_cast<int>(p.nmsgs < static_cast<uint64_t>(p.window) ? (p.nmsgs ? p.nmsgs : 1) : p.window);
       l->slot_cap = (PlanMaxSize(p) + p.cap_extra + p.offset + 63) & ~size_t{63};
       if (l->slot_cap == 0) l->slot_cap = 64;
       size_t total = l->slot_cap * l->slots;
@@ -206,7 +221,8 @@ Status Drive(const Plan& p, std::vector<std::unique_ptr<Lane>>& lanes, PlanResul
     }
     if (progress) continue;
     if (dl.Expired())
-      return Status::Internal("traffic timed out after " + std::to_string(p.timeout_ms) + " ms:" + Progress(p, lanes));
+      return Status::Internal("traffic timed out after " + std::to_string(p.timeout_ms) +
+                              " ms:" + Progress(p, lanes));
     sched_yield();  // an idle pass: NCCL's progress loop yields here too
   }
   return Status::Ok();
@@ -252,8 +268,10 @@ static Status WaitDone(ReqQueue& q, const Deadline& dl, const char* what) {
     ReqQueue::Done d{};
     RR_CHECK(q.TestOldest(&done, &d));
     if (done) return Status::Ok();
-    if ((spins & 1023) == 0 && dl.Expired()) return Status::Internal(std::string("ping-pong: timed out in ") + what);
-    sched_yield();  // an idle pass: NCCL's progress loop yields here too (proxy.cc, `if (idle) sched_yield()`)
+    if ((spins & 1023) == 0 && dl.Expired())
+      return Status::Internal(std::string("ping-pong: timed out in ") + what);
+    sched_yield();  // an idle pass: NCCL's progress loop yields here too (proxy.cc, `if (idle)
+                    // sched_yield()`)
   }
 }
 

@@ -27,23 +27,23 @@
 namespace rr::netbench {
 
 struct Plan {
-  std::string dir = "send";          // this side: "send", "recv" or "both"
-  std::vector<int> comms{0};         // indices into the send/recv comm lists
-  uint64_t nmsgs = 1;                // messages per comm per direction
-  std::vector<uint64_t> sizes;       // cycled; empty: random in [0, rand_max]
+  std::string dir = "send";     // this side: "send", "recv" or "both"
+  std::vector<int> comms{0};    // indices into the send/recv comm lists
+  uint64_t nmsgs = 1;           // messages per comm per direction
+  std::vector<uint64_t> sizes;  // cycled; empty: random in [0, rand_max]
   uint64_t rand_max = 0;
   uint64_t seed = 1;
-  int window = 8;                    // outstanding requests per comm (NCCL_STEPS)
-  uint64_t cap_extra = 0;            // receive capacity = size + cap_extra
-  uint64_t offset = 0;               // buffer misalignment inside the registered region
-  bool null_sizes = false;           // test() on receives with sizes == NULL
-  int preset = 0;                    // *request before irecv: 0 NULL, 1 the 0x1 hint, 2 a stale pointer
-  bool verify = true;                // false: benchmark mode (no fill/check per message)
-  bool initiator = true;             // which side this is; decides the content seed per direction
+  int window = 8;           // outstanding requests per comm (NCCL_STEPS)
+  uint64_t cap_extra = 0;   // receive capacity = size + cap_extra
+  uint64_t offset = 0;      // buffer misalignment inside the registered region
+  bool null_sizes = false;  // test() on receives with sizes == NULL
+  int preset = 0;           // *request before irecv: 0 NULL, 1 the 0x1 hint, 2 a stale pointer
+  bool verify = true;       // false: benchmark mode (no fill/check per message)
+  bool initiator = true;    // which side this is; decides the content seed per direction
   uint64_t timeout_ms = 60000;
-  uint64_t delay_ms = 0;             // idle (no plugin call) this long after registering, before posting
+  uint64_t delay_ms = 0;  // idle (no plugin call) this long after registering, before posting
 
-  Plan Mirror() const;               // the peer's plan: send<->recv, initiator flipped, no delay
+  Plan Mirror() const;  // the peer's plan: send<->recv, initiator flipped, no delay
   nlohmann::json ToJson() const;
   static Plan FromJson(const nlohmann::json& j);
 };
@@ -58,7 +58,7 @@ struct PlanResult {
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
   uint64_t messages = 0;
-  double seconds = 0;   // first post to last completion
+  double seconds = 0;  // first post to last completion
 };
 
 Status RunPlan(netdrv::NetPlugin& net, const Plan& plan, const std::vector<void*>& send_comms,
