@@ -7,12 +7,15 @@
 //
 // RunPlan drives all listed comms from ONE thread, round-robin, like NCCL's progress thread serving
 // many connections: per comm ≤ window outstanding requests, NULL request = retry, oldest-first test.
-// On every receive it checks: test() reported the sent size (unless sizes is NULL), the bytes are
-// byte-exact, and the slot bytes past the message (when the capacity is larger) were not written.
+// On every receive it checks: completion in posting order, test() reported the sent size (unless
+// sizes is NULL), the bytes are byte-exact, and the slot bytes past the message (when the capacity is
+// larger) were not written. Content is prepared, and checked, outside the progress loop when no slot
+// is reused, so the loop never pauses longer than NCCL's proxy would.
 //
-// Contract: returns the first error — the plugin's code for a failed call, kInternalError for a
-// timeout or a wrong size, kRemoteError-free kInternalError "corrupt" for wrong bytes — with comm,
-// message and offset in the message. Registers (regMr) and deregisters its own buffers per comm.
+// Contract: returns the first error — the plugin's code for a failed plugin call; kInternalError for a
+// timeout, a wrong size, out-of-order completion or wrong bytes (naming comm, message and offset).
+// Registers (regMr) and deregisters its own buffers per comm; after an error, buffers that may still
+// be the target of outstanding requests are deliberately leaked. Blocking: up to plan.timeout_ms.
 // Thread-safety: none of its own; callers may run several RunPlan on disjoint comms in parallel.
 #pragma once
 
