@@ -15,6 +15,9 @@ constexpr uint32_t kMrMagic = 0x4d52524du;
 // Properties NCCL validates (reference §2.4): sizes in (0, 2^40]; NCCL caps a message at 1 GiB anyway.
 constexpr size_t kMaxMessageBytes = 1ull << 31;
 constexpr int kMaxComms = 65536;
+// Floor of TCP_USER_TIMEOUT: a receiver may legitimately not drain its socket for seconds (NCCL's GPU
+// holding every buffer, a debugger, a host under load) and the kernel counts that against it too.
+constexpr int64_t kMinUserTimeoutMs = 30000;
 
 struct Ctx {
   uint32_t magic = kCtxMagic;
@@ -54,9 +57,10 @@ Status Plugin::FirstInit(int abi_version) {
     cfg.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
     cfg.sockbuf = static_cast<int>(Params::Int(ParamId::TcpBufSize));
     cfg.connect_timeout_ms = static_cast<int>(Params::Int(ParamId::ConnectTimeoutMs));
-    // Kernel backstop for black holes on a lone link; the heartbeat watchdog is faster when there
-    // are siblings.
-    cfg.user_timeout_ms = static_cast<unsigned>(std::max<int64_t>(2000, 4 * Params::Int(ParamId::StallMs)));
+    // Kernel backstop for black holes on a lone link (the heartbeat watchdog is faster when there are
+    // siblings). It must not be short: Linux also aborts a connection whose peer advertises a zero
+    // window for that long, i.e. a receiver that is merely slow to post or poll.
+    cfg.user_timeout_ms = static_cast<unsigned>(std::max<int64_t>(kMinUserTimeoutMs, Params::Int(ParamId::GiveupMs)));
     transport_ = std::make_unique<tcp::TcpTransport>(std::move(devs), cfg);
   }
   cfg_.transport = transport_.get();
