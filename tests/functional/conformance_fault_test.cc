@@ -165,6 +165,45 @@ TEST_F(ConformanceFaults, LatePostingIsNotAFailure) {
   ASSERT_OK(pair.CloseAll());
 }
 
+// A receiver whose proxy thread is descheduled for seconds (oversubscribed host) while a message is in
+// flight is slow, not dead: the message must still arrive intact and no error may reach NCCL. Runs with
+// the plugin's default bounds (this case does not shorten them).
+TEST(ConformanceSlowPeer, ReceiverStalledMidMessageIsNotAFailure) {
+  ArmWatchdog(100);
+  Pair pair;
+  ASSERT_OK(pair.Open());
+  ASSERT_OK(pair.Wire(0, 1));
+  constexpr size_t kSize = 64ull << 20;
+  nb::Plan p;
+  p.dir = "recv", p.sizes = {kSize}, p.nmsgs = 1, p.seed = 55;
+  ASSERT_OK(pair.peer().Send({{"cmd", "run"}, {"plan", p.Mirror().ToJson()}}));
+  auto& net = pair.ep().net();
+  void* rc = pair.recv_comms()[0];
+  std::vector<char> buf(kSize);
+  void* mh = nullptr;
+  ASSERT_EQ(net.RegMr(rc, buf.data(), buf.size(), RR_NCCL_PTR_HOST, &mh), rrNcclSuccess);
+  nb::ReqQueue q(&net, rc, false, 1);
+  Deadline dl = Deadline::AfterMs(60000);
+  for (bool posted = false; !posted;) {
+    ASSERT_OK(q.Post(buf.data(), kSize, 0, mh, 0, &posted));
+    ASSERT_FALSE(dl.Expired());
+  }
+  bool done = false;
+  nb::ReqQueue::Done d{};
+  ASSERT_OK(q.TestOldest(&done, &d));
+  usleep(3000 * 1000);  // no plugin call for 3 s while the sender has the message in flight
+  while (!done) {
+    ASSERT_OK(q.TestOldest(&done, &d)) << "a slow receiver was treated as a failure";
+    ASSERT_FALSE(dl.Expired()) << "the message never completed after the receiver resumed";
+  }
+  EXPECT_EQ(d.size, static_cast<int>(kSize));
+  EXPECT_EQ(nb::Check(buf.data(), kSize, nb::ContentSeed(p, 0, false), 0), kSize);
+  json r;
+  ASSERT_OK(pair.peer().Reply(&r, 30000)) << "the sender saw an error";
+  EXPECT_EQ(net.DeregMr(rc, mh), rrNcclSuccess);
+  ASSERT_OK(pair.CloseAll());
+}
+
 TEST_F(ConformanceFaults, SendLargerThanPostedReceiveIsAnError) {
   ASSERT_OK(pair.Open());
   ASSERT_OK(pair.Wire(0, 1));
