@@ -139,7 +139,8 @@ Status SendComm::Isend(const void* data, size_t size, Request** req) {
   r->seq = m.seq;
   r->size = size;
   *req = r;
-  return Progress();
+  (void)Progress();  // a failure found here is reported by test() on this request
+  return Status::Ok();
 }
 
 bool SendComm::Eligible(const TxLink& l) const {
@@ -346,6 +347,15 @@ Status SendComm::Watchdog(uint64_t now) {
     if (l.fsm.usable() && now - l.last_heard_ns > cfg_.stall_ns && newest_heard > l.last_heard_ns &&
         now - newest_heard < cfg_.stall_ns) {
       FailLink(l, "stall: nothing heard for " + std::to_string((now - l.last_heard_ns) / 1000000) + " ms", false);
+    }
+    // The kernel's view: bytes in flight with no TCP ack for RERAIL_STALL_MS. Only with a live sibling:
+    // a receiver that stops draining its socket (zero window, receive-queue pruning under memory
+    // pressure) looks the same on a lone link, and killing the only link would fail the connection.
+    if (l.fsm.usable() && l.link && now >= l.next_tcp_check_ns && now - newest_heard < cfg_.stall_ns &&
+        LiveLinks() > 1) {
+      l.next_tcp_check_ns = now + cfg_.stall_ns / 4;
+      uint32_t age = l.link->UnackedAgeMs();
+      if (age * 1000000ull > cfg_.stall_ns) FailLink(l, "stall: bytes unacknowledged for " + std::to_string(age) + " ms", false);
     }
     if (l.fsm.state() == LinkState::kFailed && !l.connector && now >= l.retry_at_ns &&
         !(cfg_.rails && cfg_.rails->down[l.plan.local_dev].load(std::memory_order_relaxed))) {
