@@ -4,6 +4,7 @@
 #include "conn.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
+#include "rerail/rails/board.h"
 
 namespace rr::net {
 
@@ -34,6 +35,10 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
     : Comm(kSendCommMagic), cfg_(cfg), nonce_(nonce), links_(plan.size()) {
   conn_id_ = conn_id;
   setup_start_ns_ = NowNs();
+  std::vector<double> nominal;
+  for (const auto& p : plan) nominal.push_back(cfg_.transport->Device(p.local_dev).speed_mbps * 1e6);
+  sched_.Reset(nominal);
+  eligible_.assign(plan.size(), false);
   for (size_t i = 0; i < plan.size(); ++i) {
     TxLink& l = links_[i];
     l.plan = plan[i];
@@ -119,6 +124,7 @@ int SendComm::LiveLinks() const {
 Status SendComm::Isend(const void* data, size_t size, Request** req) {
   *req = nullptr;
   if (state_ == ConnState::kFailed) return failure_;
+  if (state_ == ConnState::kPeerClosed) return Fail(Code::kRemoteError, "isend after the receiver closed the connection");
   if (size > 0 && data == nullptr) return Status::Internal("isend of " + std::to_string(size) + " bytes from NULL");
   if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Progress();  // NCCL retries
   Request* r = pool_.Get(true);
@@ -133,7 +139,8 @@ Status SendComm::Isend(const void* data, size_t size, Request** req) {
   r->seq = m.seq;
   r->size = size;
   *req = r;
-  return Progress();
+  (void)Progress();  // a failure found here is reported by test() on this request
+  return Status::Ok();
 }
 
 bool SendComm::Eligible(const TxLink& l) const {
@@ -155,6 +162,11 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
     return true;
   }
   if (!Eligible(l)) return false;
+  int idx = static_cast<int>(&l - links_.data());
+  if (links_.size() > 1) {
+    for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
+    if (!sched_.Admit(idx, eligible_, cfg_.chunk)) return false;  // another rail would finish it sooner
+  }
   ChunkRef c{};
   bool have = false;
   while (!requeue_.empty() && !have) {
@@ -176,6 +188,7 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
   s->len = c.len;
   s->busy = true;
   l.inflight.push_back(c);
+  sched_.OnQueued(idx, c.len);
   return true;
 }
 
@@ -195,13 +208,19 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
     size_t n = 0;
     int err = 0;
     IoState st = l.link->Writev(i, iov, cnt, &n, &err);
-    if (st == IoState::kAgain) return Status::Ok();
+    int idx = static_cast<int>(&l - links_.data());
+    if (st == IoState::kAgain) {
+      sched_.OnBlocked(idx, NowNs());
+      return Status::Ok();
+    }
     if (st != IoState::kOk) {
       FailLink(l, std::string("send failed: ") + (st == IoState::kClosed ? "closed" : strerror(err)),
                err == ECONNRESET || err == EPIPE);
       return Status::Ok();
     }
     *progressed = true;
+    sched_.OnWritten(idx, n, NowNs());
+    if (cfg_.board) cfg_.board->AddBytes(l.plan.local_dev, n, 0);
     l.bytes += n;
     s.done += n;
     if (s.done < sizeof(Frame) + s.len) return Status::Ok();  // socket buffer full
@@ -212,8 +231,12 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
 void SendComm::OnAck(uint64_t ack) {
   if (ack <= acked_ || ack > next_seq_) return;
   for (; acked_ < ack; ++acked_) msgs_[acked_ % RxTracker::kWindow].req->state = ReqState::kDone;
-  for (auto& l : links_) {
-    while (!l.inflight.empty() && l.inflight.front().seq < acked_) l.inflight.pop_front();
+  for (size_t i = 0; i < links_.size(); ++i) {
+    auto& q = links_[i].inflight;
+    while (!q.empty() && q.front().seq < acked_) {
+      sched_.OnQueued(static_cast<int>(i), -static_cast<int64_t>(q.front().len));
+      q.pop_front();
+    }
   }
 }
 
@@ -238,7 +261,14 @@ Status SendComm::ReadControl(TxLink& l) {
       return Status::Ok();
     }
     l.last_heard_ns = NowNs();
-    if (l.fsm.state() == LinkState::kProbing) l.fsm.Transition(LinkState::kHealthy, "peer answered the probe (failback)");
+    if (l.fsm.state() == LinkState::kProbing) {
+      l.fsm.Transition(LinkState::kHealthy, "peer answered the probe (failback)");
+      l.backoff_ms = cfg_.backoff_min_ms;
+      if (cfg_.board) {
+        cfg_.board->CountFailback(l.plan.local_dev);
+        cfg_.board->SetState(l.plan.local_dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
+      }
+    }
     switch (TypeOf(f)) {
       case FrameType::kAck:
       case FrameType::kHeartbeat:
@@ -265,6 +295,7 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
     ++chunks;
   }
   l.inflight.clear();
+  sched_.ClearQueued(idx);
   bool was_probing = l.fsm.state() == LinkState::kProbing;
   l.fsm.Transition(LinkState::kFailed, why);
   l.link.reset();
@@ -277,7 +308,16 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
   if (peer_closed) ++peer_closed_links_;
   int live = LiveLinks();
   if (live == 0 && no_link_since_ns_ == 0) no_link_since_ns_ = now;
-  if (!was_probing) {
+  bool orderly = peer_closed && acked_ == next_seq_;
+  if (cfg_.board && !orderly) {
+    cfg_.board->AddRetransmit(l.plan.local_dev, chunks, bytes);
+    if (!was_probing) cfg_.board->CountFailover(l.plan.local_dev);
+    cfg_.board->SetState(l.plan.local_dev, rails::RailState::kFailed,
+                         why.rfind("stall", 0) == 0 ? rails::RailEvent::kStall
+                         : why == "link-down event" ? rails::RailEvent::kLinkDown
+                                                    : rails::RailEvent::kError);
+  }
+  if (!was_probing && !orderly) {
     notices_.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
                              static_cast<uint64_t>(idx), 0, 0});
     RR_WARN("rail %s to peer %s failed (%s): re-sending %zu bytes (%zu chunks) on %d surviving link(s)",
@@ -308,11 +348,28 @@ Status SendComm::Watchdog(uint64_t now) {
         now - newest_heard < cfg_.stall_ns) {
       FailLink(l, "stall: nothing heard for " + std::to_string((now - l.last_heard_ns) / 1000000) + " ms", false);
     }
+    // The kernel's view: bytes in flight with no TCP ack for RERAIL_STALL_MS. Only with a live sibling:
+    // a receiver that stops draining its socket (zero window, receive-queue pruning under memory
+    // pressure) looks the same on a lone link, and killing the only link would fail the connection.
+    if (l.fsm.usable() && l.link && now >= l.next_tcp_check_ns && now - newest_heard < cfg_.stall_ns &&
+        LiveLinks() > 1) {
+      l.next_tcp_check_ns = now + cfg_.stall_ns / 4;
+      uint32_t age = l.link->UnackedAgeMs();
+      if (age * 1000000ull > cfg_.stall_ns) FailLink(l, "stall: bytes unacknowledged for " + std::to_string(age) + " ms", false);
+    }
     if (l.fsm.state() == LinkState::kFailed && !l.connector && now >= l.retry_at_ns &&
         !(cfg_.rails && cfg_.rails->down[l.plan.local_dev].load(std::memory_order_relaxed))) {
       l.fsm.Transition(LinkState::kProbing, "re-probing after back-off");
       StartConnect(l);
       if (!l.connector) l.fsm.Transition(LinkState::kFailed, "probe could not start");
+    }
+  }
+  if (cfg_.board && now >= next_board_ns_) {  // publish the scheduler's bandwidth estimates
+    next_board_ns_ = now + cfg_.heartbeat_ns;
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (links_[i].fsm.usable()) {
+        cfg_.board->SetBandwidth(links_[i].plan.local_dev, static_cast<uint64_t>(sched_.BandwidthBps(static_cast<int>(i)) / 8));
+      }
     }
   }
   int live = LiveLinks();
@@ -322,6 +379,10 @@ Status SendComm::Watchdog(uint64_t now) {
     return Status::Ok();
   }
   if (peer_closed_links_ >= static_cast<int>(links_.size()) || (links_.size() == 1 && peer_closed_links_ > 0)) {
+    if (acked_ == next_seq_) {  // everything delivered: an orderly close by the receiver
+      Transition(ConnState::kPeerClosed, "receiver closed the connection");
+      return Status::Ok();
+    }
     return Fail(Code::kRemoteError, "peer " + links_[0].plan.remote.ToString() + " closed every link");
   }
   if (no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns) {
@@ -333,6 +394,7 @@ Status SendComm::Watchdog(uint64_t now) {
 
 Status SendComm::Progress() {
   if (state_ == ConnState::kFailed) return failure_;
+  if (state_ == ConnState::kPeerClosed) return Status::Ok();  // nothing outstanding by construction
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
     for (auto& l : links_) {
@@ -352,7 +414,7 @@ Status SendComm::Test(Request* r, int* done, int* size) {
   *done = 0;
   if (r->state != ReqState::kDone) {
     Status st = Progress();
-    if (!st.ok()) return st;
+    if (!st.ok() && r->state != ReqState::kDone) return st;  // completed before the failure: still done
   }
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;

@@ -1,7 +1,7 @@
 # Unit tests of the net plugin core (no network) and an in-process loopback smoke test of the .so.
 rerail_gtest(test_net_unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/net/test_handle.cc ${CMAKE_CURRENT_LIST_DIR}/net/test_rx_tracker.cc
-          ${CMAKE_CURRENT_LIST_DIR}/net/test_ifname.cc
+          ${CMAKE_CURRENT_LIST_DIR}/net/test_ifname.cc ${CMAKE_CURRENT_LIST_DIR}/net/test_sched_fsm.cc
   LIBS rerail_net_core LABELS unit TIMEOUT 30)
 rerail_gtest(test_net_loopback
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/net/test_net_loopback.cc

@@ -1,0 +1,176 @@
+// One simulated host for the net plugin fault tests: loads libnccl-net-rerail.so, listens, prints its
+// handle, reads the peer's handle from stdin, connects both ways, then streams verified messages in
+// both directions (window 8 each way, as NCCL's proxy) for a given time and ends each direction with
+// a 0-byte message. Prints one RESULT line. Run inside a host namespace by test_net_faults.
+//
+//   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "net_loader.h"
+#include "rerail/clock.h"
+
+namespace {
+
+using rr::netdrv::NetPlugin;
+constexpr int kWindow = 8;
+
+void Fill(uint64_t* w, size_t words, uint64_t m) {
+  for (size_t j = 0; j < words; ++j) w[j] = (m << 32) ^ (j * 0x9e3779b97f4a7c15ull);
+}
+size_t MsgSize(uint64_t m, size_t base) { return base - (m % 7) * 8; }  // varying sizes, word multiples
+
+std::string Hex(const unsigned char* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += d[p[i] >> 4], s += d[p[i] & 15];
+  return s;
+}
+bool Unhex(const std::string& s, unsigned char* out, size_t n) {
+  if (s.size() != 2 * n) return false;
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<unsigned char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
+  return true;
+}
+
+struct Stats {
+  uint64_t sent = 0, recv = 0, bytes = 0, bad = 0;
+  double max_gap_ms = 0;
+  int err = 0;
+  uint64_t err_after_ms = 0;
+  bool hang = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s plugin.so duration_ms msg_bytes\n", argv[0]);
+    return 2;
+  }
+  uint64_t duration_ms = strtoull(argv[2], nullptr, 0);
+  size_t base = strtoull(argv[3], nullptr, 0) & ~size_t(7);
+  std::string err;
+  auto p = NetPlugin::Open(argv[1], &err);
+  if (!p) return fprintf(stderr, "%s\n", err.c_str()), 2;
+  void* ctx = nullptr;
+  if (p->Init(&ctx, 1, nullptr, nullptr) != rrNcclSuccess) return 2;
+  unsigned char mine[128], theirs[128];
+  void* lc = nullptr;
+  if (p->Listen(ctx, 0, mine, &lc) != rrNcclSuccess) return 2;
+  printf("HANDLE %s\n", Hex(mine, 128).c_str());
+  fflush(stdout);
+  std::string word, hex;
+  std::cin >> word >> hex;
+  if (word != "HANDLE" || !Unhex(hex, theirs, 128)) return fprintf(stderr, "bad handle on stdin\n"), 2;
+  void *sc = nullptr, *rc = nullptr;
+  rr::Deadline setup = rr::Deadline::AfterMs(30000);
+  while ((!sc || !rc) && !setup.Expired()) {
+    if (!sc && p->Connect(ctx, 0, theirs, &sc) != rrNcclSuccess) return fprintf(stderr, "connect failed\n"), 3;
+    if (!rc && p->Accept(lc, &rc) != rrNcclSuccess) return fprintf(stderr, "accept failed\n"), 3;
+    if (!sc || !rc) usleep(1000);
+  }
+  if (!sc || !rc) return fprintf(stderr, "setup timed out\n"), 3;
+  p->CloseListen(lc);
+
+  std::vector<std::vector<uint64_t>> sbuf(kWindow, std::vector<uint64_t>(base / 8)), rbuf = sbuf;
+  void* sreq[kWindow] = {};
+  void* rreq[kWindow] = {};
+  uint64_t rseq[kWindow] = {};
+  Stats st;
+  uint64_t next_send = 0, next_post = 0;
+  bool send_done = false, recv_done = false, term_posted = false;
+  uint64_t t0 = rr::NowMs(), last_recv = 0, first_recv = 0, first_err = 0;
+  rr::Deadline hard = rr::Deadline::AfterMs(duration_ms + 60000);
+  while (!(send_done && recv_done)) {
+    if (hard.Expired()) { st.hang = true; break; }
+    bool idle = true;
+    bool stop_sending = rr::NowMs() - t0 >= duration_ms;
+    // send side
+    int ks = static_cast<int>(next_send % kWindow);
+    if (!send_done && sreq[ks] == nullptr && !term_posted) {
+      size_t sz = stop_sending ? 0 : MsgSize(next_send, base);
+      if (sz) Fill(sbuf[ks].data(), sz / 8, next_send);
+      void* q = nullptr;
+      rrNcclResult_t r = p->Isend(sc, sbuf[ks].data(), sz, 0, nullptr, nullptr, &q);
+      if (r != rrNcclSuccess) { st.err = r; break; }
+      if (q) sreq[ks] = q, ++next_send, term_posted = (sz == 0), idle = false;
+    }
+    for (int k = 0; k < kWindow; ++k) {
+      if (!sreq[k]) continue;
+      int done = 0;
+      rrNcclResult_t r = p->Test(sreq[k], &done, nullptr);
+      if (r != rrNcclSuccess) { st.err = r; break; }
+      if (done) sreq[k] = nullptr, ++st.sent, idle = false;
+    }
+    if (st.err) break;
+    if (term_posted) {
+      bool any = false;
+      for (auto* q : sreq) any |= q != nullptr;
+      send_done = !any;
+    }
+    // receive side
+    int kr = static_cast<int>(next_post % kWindow);
+    if (!recv_done && rreq[kr] == nullptr) {
+      void* data = rbuf[kr].data();
+      size_t cap = base;
+      int tag = 0;
+      void* q = nullptr;
+      rrNcclResult_t r = p->Irecv(rc, 1, &data, &cap, &tag, nullptr, nullptr, &q);
+      if (r != rrNcclSuccess) { st.err = r; break; }
+      if (q) rreq[kr] = q, rseq[kr] = next_post++, idle = false;
+    }
+    // receives complete in order: test the oldest outstanding one
+    int ko = static_cast<int>((st.recv) % kWindow);
+    if (!recv_done && rreq[ko]) {
+      int done = 0, size = -1;
+      rrNcclResult_t r = p->Test(rreq[ko], &done, &size);
+      if (r != rrNcclSuccess) { st.err = r; break; }
+      if (done) {
+        idle = false;
+        rreq[ko] = nullptr;
+        uint64_t now = rr::NowMs();
+        if (last_recv) st.max_gap_ms = std::max(st.max_gap_ms, double(now - last_recv));
+        if (!first_recv) first_recv = now;
+        last_recv = now;
+        if (size == 0) {
+          recv_done = true;
+        } else {
+          std::vector<uint64_t> want(size / 8);
+          Fill(want.data(), want.size(), rseq[ko]);
+          if (static_cast<size_t>(size) != MsgSize(rseq[ko], base) ||
+              memcmp(want.data(), rbuf[ko].data(), size) != 0) {
+            ++st.bad;
+          }
+          st.bytes += size;
+          ++st.recv;
+        }
+      }
+    }
+    if (idle) sched_yield();
+  }
+  if (st.err) first_err = rr::NowMs(), st.err_after_ms = first_err - t0;
+  printf("RESULT sent=%" PRIu64 " recv=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64 " maxgap_ms=%.0f err=%d err_after_ms=%" PRIu64
+         " hang=%d rate_mbps=%.0f\n",
+         st.sent, st.recv, st.bytes, st.bad, st.max_gap_ms, st.err, st.err_after_ms, st.hang ? 1 : 0,
+         last_recv > first_recv ? st.bytes * 8.0 / ((last_recv - first_recv) * 1e3) : 0.0);
+  fflush(stdout);
+  // Let the peer finish reading our terminator and acks before closing.
+  if (!st.err && !st.hang) {
+    rr::Deadline linger = rr::Deadline::AfterMs(300);
+    while (!linger.Expired()) {
+      usleep(1000);
+    }
+  }
+  p->CloseSend(sc);
+  p->CloseRecv(rc);
+  p->Finalize(ctx);
+  return st.err ? 4 : (st.hang ? 5 : (st.bad ? 6 : 0));
+}
