@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "rerail/rails/rail_health.h"
 #include "rerail/status.h"
 
 namespace rr::rails {
@@ -46,6 +47,11 @@ struct LinkEvent {
   bool removed = false;    // RTM_DELLINK: the interface is gone
   uint64_t t_ns = 0;       // CLOCK_MONOTONIC when the monitor received it
 };
+
+// The rail-health event a link event stands for: link-removed, link-down or link-up.
+inline RailEvent ToRailEvent(const LinkEvent& e) {
+  return e.removed ? RailEvent::kLinkRemoved : (e.up ? RailEvent::kLinkUp : RailEvent::kLinkDown);
+}
 
 class LinkMonitor {
  public:
