@@ -174,8 +174,9 @@ std::string Params::Markdown() {
   std::string md = "| variable | type | default | units | accepted | meaning |\n|---|---|---|---|---|---|\n";
   static const char* kTypeNames[] = {"int", "bool", "string", "enum"};
   for (const ParamDef& d : Defs()) {
-    md += std::string("| `RERAIL_") + d.name + "` | " + kTypeNames[static_cast<int>(d.type)] + " | `" + d.def +
-          "` | " + d.units + " | " + d.range + " | " + d.help + " |\n";
+    std::string def = d.def[0] ? std::string("`") + d.def + "`" : std::string("(empty)");
+    md += std::string("| `RERAIL_") + d.name + "` | " + kTypeNames[static_cast<int>(d.type)] + " | " + def +
+          " | " + d.units + " | " + d.range + " | " + d.help + " |\n";
   }
   return md;
 }

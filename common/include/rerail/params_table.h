@@ -41,8 +41,15 @@
            "Event kinds the profiler records: group,coll,p2p,proxyop,proxystep,proxyctrl,kernelch,net,all")   \
   RR_PARAM(ProfileDir, "PROFILE_DIR", kString, ".", "", "", "Directory for trace JSON, summary and Prometheus textfile") \
   RR_PARAM(ProfileFlushS, "PROFILE_FLUSH_S", kInt, "0", "s", "0:86400", "Also write outputs every N seconds (0: only at finalize)") \
+  RR_PARAM(ProfileRing, "PROFILE_RING", kInt, "32768", "records", "1024:16777216",                       \
+           "Per-thread profiler ring (128 B records, rounded up to a power of 2); when full, records are dropped and counted") \
   /* bootstrap */                                                                                          \
-  RR_PARAM(Hosts, "HOSTS", kString, "", "", "", "Job hosts: comma list or Slurm node list (gpu[001-004,010]); alias HPCT hosts") \
+  RR_PARAM(Hosts, "HOSTS", kString, "", "", "", "Job hosts: comma list or Slurm node list (gpu[001-004,010]); alias SLURM_JOB_NODELIST") \
+  RR_PARAM(RanksPerHost, "RANKS_PER_HOST", kInt, "0", "ranks", "0:65536", "Ranks on each host of the bootstrap plan (alias N_PROC_PER_NODE); 0 = unset (1)") \
   RR_PARAM(PortBase, "PORT_BASE", kInt, "0", "port", "0:65535", "First port of the symmetric bootstrap plan (alias HPCT_PORT_BASE); 0 = unset") \
-  RR_PARAM(PortSpan, "PORT_SPAN", kInt, "1024", "ports", "1:65535", "Ports the plan wraps within")
+  RR_PARAM(PortSpan, "PORT_SPAN", kInt, "1024", "ports", "1:65535", "Ports the plan wraps within") \
+  RR_PARAM(JobId, "JOB_ID", kString, "", "", "", "Job identity mixed into per-(job, group) magics (alias SLURM_JOB_ID); empty: 'rerail'") \
+  RR_PARAM(Rootless, "ROOTLESS", kBool, "0", "", "", "Ask frameworks to use rootless, store-less init (alias HPCT_USE_ROOTLESS)") \
+  RR_PARAM(BootTimeoutMs, "BOOT_TIMEOUT_MS", kInt, "120000", "ms", "100:86400000", "Deadline of the rootless exchange (peers are retried until then)") \
+  RR_PARAM(NcclLib, "NCCL_LIB", kString, "libnccl.so.2", "", "", "libnccl the bootstrap resolves at run time (dlopen name or path)")
 // NOLINTEND

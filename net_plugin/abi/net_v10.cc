@@ -1,0 +1,60 @@
+// ncclNetPlugin_v10: for NCCL releases without v11. init runs once per process (NCCL's v10 shim), so
+// this adapter holds one process-global context and never finalizes it (v10 has no finalize).
+#include "shim.h"
+
+namespace {
+using namespace rr::net::abi;
+
+rrNcclResult_t Init(rrNcclDebugLogger_t log, rrNcclProfilerCallback_t /*prof*/) {
+  static std::once_flag once;
+  static rrNcclResult_t result = rrNcclSuccess;
+  std::call_once(once, [&] { result = Call("init", [&] { return P().Init(log, 10, nullptr); }); });
+  return result;
+}
+rrNcclResult_t Devices(int* n) { return Call("devices", [&] { return P().Devices(n); }); }
+rrNcclResult_t GetProperties(int dev, rrNcclNetProperties_v10_t* props) {
+  return Call("getProperties", [&] {
+    rrNcclNetProperties_v12_t p12;
+    RR_CHECK(P().GetProperties(dev, &p12));
+    CopyCommonProps(p12, props);
+    return rr::Status::Ok();
+  });
+}
+rrNcclResult_t Listen(int dev, void* handle, void** lc) {
+  return Call("listen", [&] { return P().Listen(dev, handle, lc); });
+}
+rrNcclResult_t Connect(int dev, rrNcclNetCommConfig_t* /*config*/, void* handle, void** sc,
+                       rrNcclNetDeviceHandle_t** /*devComm*/) {
+  return Call("connect", [&] { return P().Connect(dev, handle, sc); });
+}
+rrNcclResult_t Accept(void* lc, void** rc, rrNcclNetDeviceHandle_t** /*devComm*/) {
+  return Call("accept", [&] { return P().Accept(lc, rc); });
+}
+rrNcclResult_t RegMr(void* comm, void* data, size_t size, int type, void** mh) {
+  return Call("regMr", [&] { return P().RegMr(comm, data, size, type, mh); });
+}
+rrNcclResult_t DeregMr(void* comm, void* mh) { return Call("deregMr", [&] { return P().DeregMr(comm, mh); }); }
+rrNcclResult_t Isend(void* sc, void* data, size_t size, int /*tag*/, void* /*mh*/, void* /*ph*/, void** req) {
+  return Call("isend", [&] { return P().Isend(sc, data, size, req); });
+}
+rrNcclResult_t Irecv(void* rc, int n, void** data, size_t* sizes, int* /*tags*/, void** /*mh*/, void** /*ph*/,
+                     void** req) {
+  return Call("irecv", [&] { return P().Irecv(rc, n, data, sizes, req); });
+}
+rrNcclResult_t Iflush(void* rc, int n, void** /*data*/, int* /*sizes*/, void** /*mh*/, void** req) {
+  return Call("iflush", [&] { return P().Iflush(rc, n, req); });
+}
+rrNcclResult_t Test(void* req, int* done, int* sizes) { return Call("test", [&] { return P().Test(req, done, sizes); }); }
+rrNcclResult_t CloseSend(void* c) { return Call("closeSend", [&] { return P().CloseSend(c); }); }
+rrNcclResult_t CloseRecv(void* c) { return Call("closeRecv", [&] { return P().CloseRecv(c); }); }
+rrNcclResult_t CloseListen(void* c) { return Call("closeListen", [&] { return P().CloseListen(c); }); }
+
+}  // namespace
+
+extern "C" {
+__attribute__((visibility("default"))) rrNcclNet_v10_t ncclNetPlugin_v10 = {
+    "rerail", Init,    Devices, GetProperties, Listen,    Connect,     Accept,
+    RegMr,    nullptr, DeregMr, Isend,         Irecv,     Iflush,      Test,
+    CloseSend, CloseRecv, CloseListen, nullptr, nullptr, nullptr,
+};
+}  // extern "C"

@@ -1,0 +1,245 @@
+// rerail — resilient connections: the send and receive sides of one NCCL network connection.
+//
+// A SendComm/RecvComm owns one Link per usable rail to the peer (link 0 = the NCCL device's rail, the
+// primary; the others are standby links connected eagerly) and runs rerail's wire protocol (wire.h):
+//   * isend assigns the next message sequence number. Chunks of RERAIL_CHUNK_SIZE are written straight
+//     from NCCL's buffer (header + payload in one sendmsg, no copy) on whichever stream of an eligible
+//     link can take bytes (policy: stripe = every healthy link, failover = the primary while healthy).
+//     The send completes when the receiver's cumulative ack covers it, so NCCL's buffer is also the
+//     retransmit buffer: each link remembers the chunks it carried until they are acknowledged.
+//   * the receiver reads each chunk header, then the payload straight into the posted buffer at its
+//     offset (RxTracker decides place / drop / wait), completes a receive when every byte is placed,
+//     and acks in-order completion on the reverse direction of a live link. Every RERAIL_HEARTBEAT_MS
+//     it also sends a heartbeat (carrying the same cumulative ack) on every live link.
+//   * a link fails on a socket error, a link-down event for its rail, a peer notice, or a stall (the
+//     sender heard nothing on it for RERAIL_STALL_MS while another link was heard). Its epoch is
+//     bumped, its unacknowledged chunks are re-queued on the survivors, the peer is told over a
+//     surviving link, and one WARN names rail, peer, reason and the bytes re-sent. The sender re-probes
+//     the rail with capped exponential back-off (RERAIL_FAILBACK_MIN_MS..MAX_MS, never giving up) and
+//     re-admits it when the peer answers on it.
+//   * the connection fails (test() returns kRemoteError) only when every link was closed by the peer
+//     at once (the peer process closed or died) or when no link has worked for RERAIL_GIVEUP_MS.
+//
+// Threading: all I/O is driven from isend/irecv/test on the caller's thread (NCCL's progress thread),
+// including heartbeats, the stall watchdog and reconnection; a comm is never used by two threads at
+// once, so the data path takes no lock. Rail up/down events arrive through RailSignals (atomics
+// written by the link-monitor thread, read here without a lock).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "link_state.h"
+#include "request.h"
+#include "rx_tracker.h"
+#include "transport.h"
+#include "wire.h"
+
+namespace rr::net {
+
+constexpr uint32_t kSendCommMagic = 0x53434f4du;  // "MOCS"
+constexpr uint32_t kRecvCommMagic = 0x52434f4du;
+constexpr uint32_t kListenCommMagic = 0x4c434f4du;
+constexpr int kMaxRails = 16;
+
+// Link events per local device, published by the link monitor (any thread) and polled by comms.
+struct RailSignals {
+  std::atomic<uint64_t> gen[kMaxRails] = {};  // bumped on every up/down change of the rail
+  std::atomic<bool> down[kMaxRails] = {};     // latest state: true while the interface cannot carry traffic
+};
+
+enum class Policy : uint8_t {
+  kStripe,    // chunks go to every healthy link
+  kFailover,  // primary link only while it is healthy; every healthy survivor otherwise
+};
+
+struct ConnConfig {
+  Transport* transport = nullptr;
+  const RailSignals* rails = nullptr;
+  uint32_t chunk = 128 * 1024;
+  int streams = 2;
+  Policy policy = Policy::kStripe;
+  uint64_t stall_ns = 500'000'000;
+  uint64_t heartbeat_ns = 200'000'000;
+  uint64_t giveup_ns = 30'000'000'000;
+  uint64_t connect_grace_ns = 1'000'000'000;  // how long connect waits for the primary before settling
+  uint64_t backoff_min_ms = 100;
+  uint64_t backoff_max_ms = 5000;
+};
+
+// Connection life cycle (logged on every change).
+enum class ConnState : uint8_t {
+  kActive,      // at least one link works or is being recovered
+  kPeerClosed,  // the peer closed its side in order; fine unless data is still expected
+  kFailed,      // unrecoverable: every pending and future request errors
+};
+const char* ConnStateName(ConnState s);
+
+class Comm {
+ public:
+  explicit Comm(uint32_t magic) : magic_(magic), pool_(this) {}
+  virtual ~Comm() = default;
+  uint32_t magic() const { return magic_; }
+  // Drives I/O, then reports whether `r` is done (and its size). Frees `r` when done.
+  virtual Status Test(Request* r, int* done, int* size) = 0;
+  RequestPool& pool() { return pool_; }
+  ConnState state() const { return state_; }
+
+ protected:
+  void Transition(ConnState to, const std::string& why);
+  Status Fail(Code code, const std::string& why);
+
+  uint32_t magic_;
+  RequestPool pool_;
+  ConnState state_ = ConnState::kActive;
+  Status failure_;  // set in kFailed
+  uint64_t conn_id_ = 0;
+};
+
+// Where one link of a send comm goes.
+struct LinkPlan {
+  int local_dev = 0;
+  int remote_rail = 0;
+  sock::Addr remote;
+};
+
+class SendComm final : public Comm {
+ public:
+  SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan);
+  // Connection setup (NCCL's connect polling): *ready once the comm may carry data.
+  Status PollConnect(bool* ready);
+  // Posts a send; *req = nullptr means "retry later" (window or pool full).
+  Status Isend(const void* data, size_t size, Request** req);
+  Status Test(Request* r, int* done, int* size) override;
+
+ private:
+  struct ChunkRef {
+    uint64_t seq;
+    uint64_t off;
+    uint32_t len;
+  };
+  struct TxMsg {
+    uint64_t seq = 0;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    size_t next_off = 0;      // next fresh byte to schedule
+    bool scheduled = false;   // every chunk handed out once
+    Request* req = nullptr;
+  };
+  struct TxStream {
+    bool busy = false;
+    Frame hdr{};
+    const uint8_t* payload = nullptr;
+    size_t len = 0;
+    size_t done = 0;  // bytes of hdr+payload written
+  };
+  struct TxLink {
+    LinkPlan plan;
+    LinkFsm fsm{""};
+    uint32_t epoch = 0;
+    std::unique_ptr<Link> link;
+    std::unique_ptr<Connector> connector;
+    std::vector<TxStream> tx;
+    std::deque<ChunkRef> inflight;  // chunks handed to this link, not yet known acknowledged
+    Frame in{};
+    size_t in_got = 0;
+    uint64_t last_heard_ns = 0;
+    uint64_t retry_at_ns = 0;
+    uint64_t backoff_ms = 0;
+    uint64_t rail_gen = 0;
+    uint64_t bytes = 0;
+  };
+
+  bool Eligible(const TxLink& l) const;
+  bool NextItem(TxLink& l, TxStream* s);
+  Status Progress();
+  Status WriteStream(TxLink& l, int i, bool* progressed);
+  Status ReadControl(TxLink& l);
+  void OnAck(uint64_t ack);
+  void FailLink(TxLink& l, const std::string& why, bool peer_closed);
+  void StartConnect(TxLink& l);
+  Status PollConnector(TxLink& l);
+  Status Watchdog(uint64_t now);
+  int LiveLinks() const;
+
+  ConnConfig cfg_;
+  Nonce nonce_;
+  std::vector<TxLink> links_;
+  TxMsg msgs_[RxTracker::kWindow];
+  std::deque<ChunkRef> requeue_;  // chunks of failed links waiting to be re-sent
+  std::deque<Frame> notices_;     // control frames for the peer (link-down notices)
+  uint64_t next_seq_ = 0;
+  uint64_t sched_seq_ = 0;
+  uint64_t acked_ = 0;
+  uint64_t no_link_since_ns_ = 0;  // 0 while some link is healthy
+  uint64_t setup_start_ns_ = 0;
+  int peer_closed_links_ = 0;
+};
+
+class RecvComm final : public Comm {
+ public:
+  RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, std::unique_ptr<Link> first);
+  // Posts one receive of capacity `cap`; *req = nullptr means "retry later".
+  Status Irecv(void* data, size_t cap, Request** req);
+  Status Test(Request* r, int* done, int* size) override;
+
+ private:
+  enum class Phase : uint8_t { kHeader, kPayload, kDiscard };
+  struct RxStream {
+    Phase phase = Phase::kHeader;
+    Frame hdr{};
+    size_t hdr_got = 0;
+    uint8_t* dst = nullptr;
+    size_t remaining = 0;
+    RxTracker::Slot* slot = nullptr;
+  };
+  struct RxLink {
+    std::unique_ptr<Link> link;  // null while down
+    uint32_t epoch = 0;
+    std::vector<RxStream> rx;
+    std::deque<Frame> out;       // control frames for the sender (acks, heartbeats, notices)
+    size_t out_done = 0;         // bytes of out.front() written
+    uint64_t last_hb_ns = 0;
+  };
+
+  void Attach(std::unique_ptr<Link> link);
+  Status Progress();
+  Status ReadStream(RxLink& l, int i, bool* progressed);
+  Status OnHeader(RxLink& l, RxStream& s, bool* stalled);
+  void OnPlaced(RxStream& s);
+  void DropLink(int idx, const std::string& why, bool peer_closed);
+  Status FlushControl(uint64_t now);
+  Status PollListener(uint64_t now);
+  int LiveLinks() const;
+
+  ConnConfig cfg_;
+  std::unique_ptr<Listener> listener_;  // kept for re-connections of failed rails
+  RxTracker tracker_;
+  std::vector<RxLink> links_;
+  std::vector<uint8_t> scratch_;  // sink for dropped payloads
+  uint64_t ack_sent_ = 0;
+  uint64_t next_listen_poll_ns_ = 0;
+  uint64_t no_link_since_ns_ = 0;
+  std::string peer_;
+};
+
+class ListenComm {
+ public:
+  ListenComm(const ConnConfig& cfg, std::unique_ptr<Listener> l)
+      : magic_(kListenCommMagic), cfg_(cfg), listener_(std::move(l)) {}
+  uint32_t magic() const { return magic_; }
+  // Polls for the connection; *out stays null until its first link arrived. The listener moves into
+  // the RecvComm (which keeps accepting re-connections of failed rails).
+  Status Accept(std::unique_ptr<RecvComm>* out);
+
+ private:
+  uint32_t magic_;
+  ConnConfig cfg_;
+  std::unique_ptr<Listener> listener_;
+};
+
+}  // namespace rr::net

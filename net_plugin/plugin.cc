@@ -1,0 +1,361 @@
+#include "plugin.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "rerail/params.h"
+#include "transports/tcp/tcp.h"
+
+namespace rr::net {
+namespace {
+
+constexpr uint32_t kCtxMagic = 0x43545852u;
+constexpr uint32_t kMrMagic = 0x4d52524du;
+// Properties NCCL validates (reference §2.4): sizes in (0, 2^40]; NCCL caps a message at 1 GiB anyway.
+constexpr size_t kMaxMessageBytes = 1ull << 31;
+constexpr int kMaxComms = 65536;
+
+struct Ctx {
+  uint32_t magic = kCtxMagic;
+};
+
+struct MemReg {
+  uint32_t magic = kMrMagic;
+  void* data = nullptr;
+  size_t size = 0;
+  int type = 0;
+};
+
+template <typename T>
+Status CheckObj(void* p, uint32_t magic, const char* what) {
+  if (p == nullptr) return Status::Internal(std::string(what) + " is NULL");
+  if (static_cast<T*>(p)->magic() != magic) return Status::Internal(std::string(what) + " is not a rerail object");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Plugin& Plugin::Get() {
+  static Plugin* p = new Plugin();  // never destroyed: NCCL may call from threads during exit
+  return *p;
+}
+
+Status Plugin::FirstInit(int abi_version) {
+  RR_CHECK(Params::Load());
+  uint64_t nofile = 0;
+  Status st = sock::RaiseNofileLimit(&nofile);
+  if (!st.ok()) RR_WARN("cannot raise RLIMIT_NOFILE: %s", st.ToString().c_str());
+  if (!transport_) {
+    std::vector<DeviceInfo> devs;
+    RR_CHECK(tcp::DiscoverTcpDevices(Params::Str(ParamId::TcpIfname), &devs));
+    if (devs.size() > static_cast<size_t>(kMaxRails)) devs.resize(kMaxRails);
+    tcp::TcpConfig cfg;
+    cfg.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
+    cfg.sockbuf = static_cast<int>(Params::Int(ParamId::TcpBufSize));
+    cfg.connect_timeout_ms = static_cast<int>(Params::Int(ParamId::ConnectTimeoutMs));
+    // Kernel backstop for black holes on a lone link; the heartbeat watchdog is faster when there
+    // are siblings.
+    cfg.user_timeout_ms = static_cast<unsigned>(std::max<int64_t>(2000, 4 * Params::Int(ParamId::StallMs)));
+    transport_ = std::make_unique<tcp::TcpTransport>(std::move(devs), cfg);
+  }
+  cfg_.transport = transport_.get();
+  cfg_.rails = &rails_;
+  cfg_.chunk = static_cast<uint32_t>(Params::Int(ParamId::ChunkSize));
+  cfg_.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
+  // auto = stripe on TCP (DESIGN.md); failover only when asked for.
+  cfg_.policy = Params::Str(ParamId::Policy) == "failover" ? Policy::kFailover : Policy::kStripe;
+  cfg_.stall_ns = static_cast<uint64_t>(Params::Int(ParamId::StallMs)) * 1000000ull;
+  cfg_.heartbeat_ns = static_cast<uint64_t>(Params::Int(ParamId::HeartbeatMs)) * 1000000ull;
+  cfg_.giveup_ns = static_cast<uint64_t>(Params::Int(ParamId::GiveupMs)) * 1000000ull;
+  cfg_.backoff_min_ms = static_cast<uint64_t>(Params::Int(ParamId::FailbackMinMs));
+  cfg_.backoff_max_ms = std::max<uint64_t>(cfg_.backoff_min_ms, Params::Int(ParamId::FailbackMaxMs));
+  if (Params::Bool(ParamId::LinkEvents)) StartLinkMonitor();
+  std::ostringstream names;
+  for (int i = 0; i < transport_->NumDevices(); ++i) names << (i ? "," : "") << transport_->Device(i).name;
+  RR_INFO(log::kFlagInit | log::kFlagNet,
+          "rerail %s (git %s) ABI v%d, transports: %s(%s), policy %s, %d stream(s)/link, chunk %u B, nofile %lu",
+          RERAIL_VERSION_STRING, RERAIL_GIT_SHA, abi_version, transport_->name(), names.str().c_str(),
+          cfg_.policy == Policy::kFailover ? "failover" : "stripe", cfg_.streams, cfg_.chunk,
+          static_cast<unsigned long>(nofile));
+  return Status::Ok();
+}
+
+void Plugin::OnLinkEvent(const rails::LinkEvent& ev) {
+  for (int d = 0; d < transport_->NumDevices(); ++d) {
+    if (transport_->Device(d).name != ev.ifname) continue;
+    bool down = !ev.up || ev.removed;
+    if (rails_.down[d].exchange(down, std::memory_order_acq_rel) == down) return;
+    rails_.gen[d].fetch_add(1, std::memory_order_acq_rel);
+    RR_INFO(log::kFlagNet, "rail %s link %s", ev.ifname.c_str(), down ? "down" : "up");
+  }
+}
+
+void Plugin::StartLinkMonitor() {
+  if (monitor_) return;
+  rails::LinkMonitor::Options opts;
+  for (int d = 0; d < transport_->NumDevices(); ++d) {
+    if (!transport_->Device(d).loopback) opts.ifnames.push_back(transport_->Device(d).name);
+  }
+  if (opts.ifnames.empty()) return;  // loopback never goes down
+  Status st = rails::LinkMonitor::Start(opts, [this](const rails::LinkEvent& ev) { OnLinkEvent(ev); }, &monitor_);
+  if (!st.ok()) RR_WARN("link events disabled: %s (failures are still detected by errors and stalls)", st.ToString().c_str());
+}
+
+Status Plugin::Init(log::LoggerFn logger, int abi_version, void** ctx) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (refs_ == 0) {
+    log::SetPrefix("NET/rerail");
+    if (logger != nullptr) log::SetLogger(logger);
+    Status st = FirstInit(abi_version);
+    if (!st.ok()) {
+      log::SetLogger(nullptr);
+      return st;
+    }
+  }
+  ++refs_;
+  if (ctx != nullptr) *ctx = new Ctx();
+  return Status::Ok();
+}
+
+void Plugin::ReleaseAll() {
+  size_t leaked = sends_.size() + recvs_.size() + listens_.size() + connecting_.size();
+  if (leaked > 0) RR_INFO(log::kFlagNet, "finalize: closing %zu comm(s) NCCL left open", leaked);
+  for (auto* c : sends_) delete c;
+  for (auto* c : recvs_) delete c;
+  for (auto* c : listens_) delete c;
+  sends_.clear();
+  recvs_.clear();
+  listens_.clear();
+  connecting_.clear();
+}
+
+Status Plugin::Finalize(void* ctx) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (ctx != nullptr) {
+    auto* c = static_cast<Ctx*>(ctx);
+    if (c->magic != kCtxMagic) return Status::Internal("finalize with a context rerail did not create");
+    c->magic = 0;
+    delete c;
+  }
+  if (refs_ == 0) return Status::Internal("finalize without a matching init");
+  if (--refs_ == 0) {
+    ReleaseAll();
+    if (monitor_) monitor_->Stop();
+    monitor_.reset();
+    log::SetLogger(nullptr);
+  }
+  return Status::Ok();
+}
+
+Status Plugin::CheckDev(int dev) const {
+  if (!transport_) return Status::Internal("net plugin used before init");
+  if (dev < 0 || dev >= transport_->NumDevices()) {
+    return Status::Internal("device " + std::to_string(dev) + " does not exist (" +
+                            std::to_string(transport_->NumDevices()) + " devices)");
+  }
+  return Status::Ok();
+}
+
+Status Plugin::Devices(int* ndev) {
+  if (!transport_) return Status::Internal("devices() before init");
+  *ndev = transport_->NumDevices();
+  return Status::Ok();
+}
+
+Status Plugin::GetProperties(int dev, rrNcclNetProperties_v12_t* p) {
+  RR_CHECK(CheckDev(dev));
+  const DeviceInfo& d = transport_->Device(dev);
+  std::memset(p, 0, sizeof(*p));
+  p->name = const_cast<char*>(d.name.c_str());
+  p->pciPath = d.pci_path.empty() ? nullptr : const_cast<char*>(d.pci_path.c_str());
+  p->guid = d.guid;
+  p->ptrSupport = RR_NCCL_PTR_HOST;
+  p->regIsGlobal = 0;
+  p->forceFlush = 0;
+  p->speed = d.speed_mbps;
+  p->port = 0;
+  p->latency = 0;
+  p->maxComms = kMaxComms;
+  p->maxRecvs = 1;
+  p->netDeviceType = RR_NCCL_NET_DEVICE_HOST;
+  p->netDeviceVersion = 0;
+  p->vProps.ndevs = 1;
+  p->vProps.devs[0] = dev;
+  p->maxP2pBytes = kMaxMessageBytes;
+  p->maxCollBytes = kMaxMessageBytes;
+  p->maxMultiRequestSize = 1;
+  p->railId = static_cast<int16_t>(dev);
+  p->planeId = -1;
+  return Status::Ok();
+}
+
+Status Plugin::Listen(int dev, void* handle, void** listen_comm) {
+  *listen_comm = nullptr;
+  if (handle == nullptr) return Status::Internal("listen with a NULL handle buffer");
+  std::lock_guard<std::mutex> lk(mu_);
+  RR_CHECK(CheckDev(dev));
+  Nonce nonce;
+  RR_CHECK(RandomNonce(&nonce));
+  Handle h;
+  std::unique_ptr<Listener> l;
+  RR_CHECK(transport_->Listen(dev, nonce, &h, &l));
+  RR_CHECK(EncodeHandle(h, handle));
+  auto* lc = new ListenComm(cfg_, std::move(l));
+  listens_.insert(lc);
+  *listen_comm = lc;
+  RR_INFO(log::kFlagNet, "listen on %s at %s", transport_->Device(dev).name.c_str(), h.addrs[0].addr.ToString().c_str());
+  return Status::Ok();
+}
+
+Status Plugin::Connect(int dev, void* handle, void** send_comm) {
+  *send_comm = nullptr;
+  Handle h;
+  Status dec = DecodeHandle(handle, &h);
+  if (!dec.ok()) return Status::InvalidArg("connect: " + dec.message());
+  std::lock_guard<std::mutex> lk(mu_);
+  RR_CHECK(CheckDev(dev));
+  auto key = std::make_pair(static_cast<const void*>(handle), h.nonce);
+  auto it = connecting_.find(key);
+  if (it == connecting_.end()) {
+    uint64_t conn_id = 0;
+    RR_CHECK(RandomU64(&conn_id));
+    it = connecting_.emplace(key, std::make_unique<SendComm>(cfg_, h.nonce, conn_id, PlanLinks(dev, h))).first;
+  }
+  bool ready = false;
+  Status st = it->second->PollConnect(&ready);
+  if (!st.ok()) {
+    connecting_.erase(it);
+    return st;
+  }
+  if (!ready) return Status::Ok();
+  SendComm* sc = it->second.release();
+  connecting_.erase(it);
+  sends_.insert(sc);
+  *send_comm = sc;
+  return Status::Ok();
+}
+
+// Link 0 runs from NCCL's device to the listener's primary address; every other listener rail gets a
+// standby link from the local device of the same rail index (rail-optimised fabrics: rail r reaches
+// rail r), skipping rails this host lacks or already uses.
+std::vector<LinkPlan> Plugin::PlanLinks(int dev, const Handle& h) const {
+  std::vector<LinkPlan> plan;
+  std::vector<bool> used(transport_->NumDevices(), false);
+  for (size_t i = 0; i < h.addrs.size(); ++i) {
+    int local = i == 0 ? dev : h.addrs[i].rail;
+    if (local < 0 || local >= transport_->NumDevices() || used[local]) continue;
+    if (transport_->Device(local).addr.family() != h.addrs[i].addr.family()) continue;
+    used[local] = true;
+    plan.push_back(LinkPlan{local, h.addrs[i].rail, h.addrs[i].addr});
+  }
+  return plan;
+}
+
+Status Plugin::Accept(void* listen_comm, void** recv_comm) {
+  *recv_comm = nullptr;
+  RR_CHECK(CheckObj<ListenComm>(listen_comm, kListenCommMagic, "listen comm"));
+  std::lock_guard<std::mutex> lk(mu_);
+  if (listens_.count(static_cast<ListenComm*>(listen_comm)) == 0) {
+    return Status::Internal("accept on a listen comm that is closed or unknown");
+  }
+  std::unique_ptr<RecvComm> rc;
+  RR_CHECK(static_cast<ListenComm*>(listen_comm)->Accept(&rc));
+  if (!rc) return Status::Ok();
+  recvs_.insert(rc.get());
+  *recv_comm = rc.release();
+  return Status::Ok();
+}
+
+Status Plugin::RegMr(void* comm, void* data, size_t size, int type, void** mhandle) {
+  *mhandle = nullptr;
+  if (comm == nullptr) return Status::Internal("regMr on a NULL comm");
+  uint32_t m = static_cast<Comm*>(comm)->magic();
+  if (m != kSendCommMagic && m != kRecvCommMagic) return Status::Internal("regMr on an object that is not a rerail comm");
+  if (type != RR_NCCL_PTR_HOST) {
+    return Status::Internal("regMr type " + std::to_string(type) +
+                            ": rerail's TCP transport supports host memory only (ptrSupport = NCCL_PTR_HOST)");
+  }
+  if (data == nullptr && size > 0) return Status::Internal("regMr of NULL");
+  auto* mr = new MemReg();
+  mr->data = data;
+  mr->size = size;
+  mr->type = type;
+  *mhandle = mr;
+  return Status::Ok();
+}
+
+Status Plugin::DeregMr(void* /*comm*/, void* mhandle) {
+  if (mhandle == nullptr) return Status::Ok();
+  auto* mr = static_cast<MemReg*>(mhandle);
+  if (mr->magic != kMrMagic) return Status::Internal("deregMr of a handle rerail did not create");
+  mr->magic = 0;
+  delete mr;
+  return Status::Ok();
+}
+
+Status Plugin::Isend(void* send_comm, void* data, size_t size, void** request) {
+  *request = nullptr;
+  RR_CHECK(CheckObj<Comm>(send_comm, kSendCommMagic, "send comm"));
+  if (size > kMaxMessageBytes) return Status::Internal("isend of " + std::to_string(size) + " bytes exceeds maxP2pBytes");
+  Request* r = nullptr;
+  RR_CHECK(static_cast<SendComm*>(send_comm)->Isend(data, size, &r));
+  *request = r;
+  return Status::Ok();
+}
+
+Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** request) {
+  *request = nullptr;  // the 0x1 optional-completion hint is ignored: every receive completes normally
+  RR_CHECK(CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm"));
+  if (n != 1) return Status::Internal("irecv with n=" + std::to_string(n) + " but maxRecvs is 1");
+  if (data == nullptr || sizes == nullptr) return Status::Internal("irecv with NULL data or sizes array");
+  Request* r = nullptr;
+  RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(data[0], sizes[0], &r));
+  *request = r;
+  return Status::Ok();
+}
+
+Status Plugin::Iflush(void* recv_comm, int /*n*/, void** request) {
+  *request = nullptr;  // host memory: the data is visible as soon as the receive completed
+  return CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm");
+}
+
+Status Plugin::Test(void* request, int* done, int* sizes) {
+  if (done == nullptr) return Status::Internal("test with NULL done");
+  *done = 0;
+  auto* r = static_cast<Request*>(request);
+  if (r == nullptr || r->magic != kRequestMagic || !r->comm->pool().Owns(r)) {
+    return Status::Internal("test on a request rerail did not hand out");
+  }
+  if (r->state == ReqState::kFree) return Status::Internal("test on a request already reported done");
+  return r->comm->Test(r, done, sizes);
+}
+
+Status Plugin::CloseSend(void* send_comm) {
+  RR_CHECK(CheckObj<Comm>(send_comm, kSendCommMagic, "send comm"));
+  std::lock_guard<std::mutex> lk(mu_);
+  auto* c = static_cast<SendComm*>(send_comm);
+  if (sends_.erase(c) == 0) return Status::Internal("closeSend of an unknown or closed comm");
+  delete c;
+  return Status::Ok();
+}
+
+Status Plugin::CloseRecv(void* recv_comm) {
+  RR_CHECK(CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm"));
+  std::lock_guard<std::mutex> lk(mu_);
+  auto* c = static_cast<RecvComm*>(recv_comm);
+  if (recvs_.erase(c) == 0) return Status::Internal("closeRecv of an unknown or closed comm");
+  delete c;
+  return Status::Ok();
+}
+
+Status Plugin::CloseListen(void* listen_comm) {
+  RR_CHECK(CheckObj<ListenComm>(listen_comm, kListenCommMagic, "listen comm"));
+  std::lock_guard<std::mutex> lk(mu_);
+  auto* c = static_cast<ListenComm*>(listen_comm);
+  if (listens_.erase(c) == 0) return Status::Internal("closeListen of an unknown or closed comm");
+  delete c;
+  return Status::Ok();
+}
+
+}  // namespace rr::net

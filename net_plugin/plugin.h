@@ -1,0 +1,81 @@
+// rerail — the net plugin implementation behind the ABI shims (abi/net_v10.cc, v11, v12).
+//
+// Contract
+//   * One process-global Plugin. Init() is reference-counted: NCCL calls v11/v12 init once per
+//     communicator (v10 once per process); the first Init sets the logger, loads RERAIL_* (bad value →
+//     kInvalidUsage with a WARN), raises RLIMIT_NOFILE, discovers devices and logs one INFO line; the
+//     Finalize() matching the last Init closes whatever comms NCCL left open, joins every thread and
+//     detaches the logger (the library may be dlclosed right after). The only thread rerail runs is
+//     the rtnetlink link monitor (RERAIL_LINK_EVENTS), started at first init and joined at last
+//     finalize; it publishes rail up/down into RailSignals.
+//   * Device properties are version-neutral (v12 layout); strings stay valid until the library is
+//     unloaded (the device table is kept across finalize/init cycles).
+//   * listen/connect/accept never block: they return Ok with a NULL comm until the connection exists
+//     and NCCL calls again with the same arguments. connect keeps its in-progress state keyed by the
+//     handle's address and nonce.
+//   * Thread-safety: setup calls (listen/connect/accept/regMr/close*) may run on NCCL's proxy service
+//     thread concurrently with data calls on its progress thread; setup state is guarded by a mutex
+//     that the data path (isend/irecv/test) never takes.
+//   * Every method returns a Status; the shims turn it into ncclResult_t and WARN on errors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "../net_plugin/abi/nccl_net_abi.h"
+#include "conn.h"
+#include "rerail/log.h"
+#include "rerail/rails/link_monitor.h"
+#include "transport.h"
+
+namespace rr::net {
+
+class Plugin {
+ public:
+  static Plugin& Get();
+
+  Status Init(log::LoggerFn logger, int abi_version, void** ctx);
+  Status Finalize(void* ctx);
+  Status Devices(int* ndev);
+  Status GetProperties(int dev, rrNcclNetProperties_v12_t* props);
+  Status Listen(int dev, void* handle, void** listen_comm);
+  Status Connect(int dev, void* handle, void** send_comm);
+  Status Accept(void* listen_comm, void** recv_comm);
+  Status RegMr(void* comm, void* data, size_t size, int type, void** mhandle);
+  Status DeregMr(void* comm, void* mhandle);
+  Status Isend(void* send_comm, void* data, size_t size, void** request);
+  Status Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** request);
+  Status Iflush(void* recv_comm, int n, void** request);
+  Status Test(void* request, int* done, int* sizes);
+  Status CloseSend(void* send_comm);
+  Status CloseRecv(void* recv_comm);
+  Status CloseListen(void* listen_comm);
+
+ private:
+  Plugin() = default;
+  Status FirstInit(int abi_version);
+  void StartLinkMonitor();
+  void OnLinkEvent(const rails::LinkEvent& ev);
+  void ReleaseAll();
+  Status CheckDev(int dev) const;
+  std::vector<LinkPlan> PlanLinks(int dev, const Handle& h) const;
+
+  std::mutex mu_;  // guards everything below; never taken by isend/irecv/test
+  int refs_ = 0;
+  std::unique_ptr<Transport> transport_;
+  ConnConfig cfg_;
+  RailSignals rails_;  // written by the link-monitor thread, read lock-free by comms
+  std::unique_ptr<rails::LinkMonitor> monitor_;
+  std::set<SendComm*> sends_;
+  std::set<RecvComm*> recvs_;
+  std::set<ListenComm*> listens_;
+  // connect() in progress: (handle address, nonce) → the send comm being set up.
+  std::map<std::pair<const void*, Nonce>, std::unique_ptr<SendComm>> connecting_;
+};
+
+}  // namespace rr::net

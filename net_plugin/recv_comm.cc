@@ -1,0 +1,290 @@
+#include <cstring>
+
+#include "conn.h"
+#include "rerail/clock.h"
+#include "rerail/log.h"
+
+namespace rr::net {
+
+namespace {
+constexpr size_t kScratchBytes = 1 << 16;
+constexpr uint64_t kListenPollNs = 2'000'000;  // how often a comm looks for re-connected rails
+constexpr size_t kMaxLinks = 16;
+}  // namespace
+
+RecvComm::RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, std::unique_ptr<Link> first)
+    : Comm(kRecvCommMagic),
+      cfg_(cfg),
+      listener_(std::move(listener)),
+      tracker_(static_cast<uint32_t>(first->identity().conn_id), first->identity().chunk_size) {
+  conn_id_ = first->identity().conn_id;
+  peer_ = first->Describe();
+  Attach(std::move(first));
+}
+
+void RecvComm::Attach(std::unique_ptr<Link> link) {
+  const LinkIdentity& id = link->identity();
+  if (id.conn_id != conn_id_ || static_cast<size_t>(id.link) >= kMaxLinks ||
+      id.chunk_size != link->identity().chunk_size) {
+    RR_WARN("conn %016lx: rejected a link of another connection (%s)", static_cast<unsigned long>(conn_id_),
+            link->Describe().c_str());
+    return;
+  }
+  if (links_.size() <= static_cast<size_t>(id.link)) links_.resize(id.link + 1);
+  RxLink& l = links_[id.link];
+  if (l.link && id.epoch < l.epoch) {
+    RR_WARN("conn %016lx: ignored stale link %d epoch %u (current %u)", static_cast<unsigned long>(conn_id_),
+            id.link, id.epoch, l.epoch);
+    return;
+  }
+  RR_INFO(log::kFlagNet, "conn %016lx: link %d up (%s, epoch %u)", static_cast<unsigned long>(conn_id_), id.link,
+          link->Describe().c_str(), id.epoch);
+  l.link = std::move(link);
+  l.epoch = id.epoch;
+  l.rx.assign(l.link->streams(), RxStream{});
+  l.out.clear();
+  l.out_done = 0;
+  l.last_hb_ns = 0;  // answer at once: the sender re-admits the rail on the first frame it hears
+  no_link_since_ns_ = 0;
+}
+
+int RecvComm::LiveLinks() const {
+  int n = 0;
+  for (const auto& l : links_) n += l.link != nullptr;
+  return n;
+}
+
+void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
+  RxLink& l = links_[idx];
+  if (!l.link) return;
+  RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) down: %s", static_cast<unsigned long>(conn_id_), idx,
+          l.link->Describe().c_str(), why.c_str());
+  l.link.reset();
+  l.rx.clear();
+  l.out.clear();
+  ++l.epoch;
+  int live = LiveLinks();
+  if (live == 0) {
+    no_link_since_ns_ = NowNs();
+    if (peer_closed) {
+      // Every link closed by the peer: its process closed the connection or died.
+      if (tracker_.completed_prefix() == tracker_.posted()) {
+        Transition(ConnState::kPeerClosed, "sender closed the connection");
+      } else {
+        (void)Fail(Code::kRemoteError, "peer " + peer_ + " closed the connection with a receive pending");
+      }
+    }
+    return;
+  }
+  if (!peer_closed) {
+    RR_WARN("conn %016lx: link %d to %s failed (%s); %d link(s) left, the sender re-sends its chunks",
+            static_cast<unsigned long>(conn_id_), idx, peer_.c_str(), why.c_str(), live);
+  }
+  for (auto& o : links_) {  // tell the sender over a survivor
+    if (o.link) {
+      o.out.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
+                            static_cast<uint64_t>(idx), 0, 0});
+      break;
+    }
+  }
+}
+
+Status RecvComm::Irecv(void* data, size_t cap, Request** req) {
+  *req = nullptr;
+  if (state_ == ConnState::kFailed) return failure_;
+  if (cap > 0 && data == nullptr) return Status::Internal("irecv of " + std::to_string(cap) + " bytes into NULL");
+  Request* r = pool_.Get(false);
+  if (r == nullptr) return Status::Ok();
+  RxTracker::Slot* slot = tracker_.Post(data, cap, r);
+  if (slot == nullptr) {  // window full until older messages complete: NCCL retries
+    pool_.Put(r);
+    return Progress();
+  }
+  r->seq = slot->seq;
+  r->slot = slot;
+  *req = r;
+  return Progress();
+}
+
+Status RecvComm::OnHeader(RxLink& l, RxStream& s, bool* stalled) {
+  *stalled = false;
+  if (TypeOf(s.hdr) == FrameType::kLinkDown && FrameValid(s.hdr) && s.hdr.len == 0) {
+    if (s.hdr.seq < links_.size() && &links_[s.hdr.seq] != &l) {
+      DropLink(static_cast<int>(s.hdr.seq), "sender reported it down", true);
+    }
+    s.phase = Phase::kDiscard;
+    s.remaining = 0;
+    return Status::Ok();
+  }
+  std::string err;
+  RxTracker::Slot* slot = nullptr;
+  switch (tracker_.Classify(s.hdr, l.epoch, &slot, &err)) {
+    case RxTracker::Verdict::kNotPosted:
+      *stalled = true;  // the bytes wait in the socket: no copy, and TCP flow control pushes back
+      return Status::Ok();
+    case RxTracker::Verdict::kError:
+      return Fail(Code::kRemoteError, "from " + l.link->Describe() + ": " + err);
+    case RxTracker::Verdict::kDrop:
+      s.phase = Phase::kDiscard;
+      s.remaining = s.hdr.len;
+      return Status::Ok();
+    case RxTracker::Verdict::kPlace:
+      s.phase = Phase::kPayload;
+      s.slot = slot;
+      s.dst = static_cast<uint8_t*>(slot->buf) + s.hdr.offset;
+      s.remaining = s.hdr.len;
+      return Status::Ok();
+  }
+  return Status::Internal("unreachable");
+}
+
+void RecvComm::OnPlaced(RxStream& s) {
+  if (tracker_.Placed(s.slot, s.hdr)) {
+    auto* r = static_cast<Request*>(s.slot->owner);
+    r->size = static_cast<size_t>(s.slot->total);
+    r->state = ReqState::kDone;
+  }
+  s.slot = nullptr;
+}
+
+Status RecvComm::ReadStream(RxLink& l, int i, bool* progressed) {
+  RxStream& s = l.rx[i];
+  for (;;) {
+    size_t n = 0;
+    int err = 0;
+    IoState st;
+    if (s.phase == Phase::kHeader) {
+      st = IoState::kOk;  // a complete header held back earlier: its message may be posted now
+      if (s.hdr_got < sizeof(Frame)) {
+        st = l.link->Read(i, reinterpret_cast<uint8_t*>(&s.hdr) + s.hdr_got, sizeof(Frame) - s.hdr_got, &n, &err);
+        if (st == IoState::kOk) s.hdr_got += n;
+      }
+      if (st == IoState::kOk && s.hdr_got == sizeof(Frame)) {
+        bool stalled = false;
+        RR_CHECK(OnHeader(l, s, &stalled));
+        if (stalled || !l.link) return Status::Ok();
+        s.hdr_got = 0;
+        *progressed = true;
+        if (s.phase == Phase::kPayload && s.remaining == 0) OnPlaced(s), s.phase = Phase::kHeader;
+        if (s.phase == Phase::kDiscard && s.remaining == 0) s.phase = Phase::kHeader;
+        continue;
+      }
+    } else if (s.phase == Phase::kPayload) {
+      st = l.link->Read(i, s.dst, s.remaining, &n, &err);
+      if (st == IoState::kOk) {
+        s.dst += n;
+        s.remaining -= n;
+        if (s.remaining == 0) OnPlaced(s), s.phase = Phase::kHeader;
+      }
+    } else {
+      if (scratch_.empty()) scratch_.resize(kScratchBytes);
+      st = l.link->Read(i, scratch_.data(), std::min(s.remaining, scratch_.size()), &n, &err);
+      if (st == IoState::kOk && (s.remaining -= n) == 0) s.phase = Phase::kHeader;
+    }
+    if (st == IoState::kAgain) return Status::Ok();
+    if (st != IoState::kOk) {
+      bool peer_closed = st == IoState::kClosed || err == ECONNRESET;
+      DropLink(static_cast<int>(&l - links_.data()),
+               st == IoState::kClosed ? "closed by the sender" : std::string("receive failed: ") + strerror(err),
+               peer_closed);
+      return state_ == ConnState::kFailed ? failure_ : Status::Ok();
+    }
+    *progressed = true;
+  }
+}
+
+// Queues acks/heartbeats and writes pending control frames on each live link.
+Status RecvComm::FlushControl(uint64_t now) {
+  uint64_t prefix = tracker_.completed_prefix();
+  bool ack_due = prefix != ack_sent_;
+  for (size_t idx = 0; idx < links_.size(); ++idx) {
+    RxLink& l = links_[idx];
+    if (!l.link) continue;
+    if (ack_due) {  // the first live link carries the ack
+      l.out.push_back(Frame{FrameMagic(FrameType::kAck), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});
+      ack_due = false;
+      ack_sent_ = prefix;
+    }
+    if (now - l.last_hb_ns >= cfg_.heartbeat_ns && l.out.size() < 4) {
+      l.out.push_back(Frame{FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});
+      l.last_hb_ns = now;
+    }
+    while (!l.out.empty()) {
+      iovec iov{reinterpret_cast<uint8_t*>(&l.out.front()) + l.out_done, sizeof(Frame) - l.out_done};
+      size_t n = 0;
+      int err = 0;
+      IoState st = l.link->Writev(0, &iov, 1, &n, &err);
+      if (st == IoState::kAgain) break;
+      if (st != IoState::kOk) {
+        ack_sent_ = 0;  // re-announce the ack on a survivor
+        DropLink(static_cast<int>(idx), std::string("sending control failed: ") + strerror(err),
+                 err == ECONNRESET || err == EPIPE);
+        if (state_ == ConnState::kFailed) return failure_;
+        break;
+      }
+      l.out_done += n;
+      if (l.out_done == sizeof(Frame)) l.out.pop_front(), l.out_done = 0;
+    }
+  }
+  return Status::Ok();
+}
+
+Status RecvComm::PollListener(uint64_t now) {
+  if (now < next_listen_poll_ns_ || !listener_) return Status::Ok();
+  next_listen_poll_ns_ = now + kListenPollNs;
+  std::unique_ptr<Link> link;
+  for (;;) {
+    RR_CHECK(listener_->Poll(&link));
+    if (!link) return Status::Ok();
+    Attach(std::move(link));
+  }
+}
+
+Status RecvComm::Progress() {
+  if (state_ == ConnState::kFailed) return failure_;
+  uint64_t now = NowNs();
+  RR_CHECK(PollListener(now));
+  if (state_ == ConnState::kPeerClosed) {
+    if (tracker_.completed_prefix() == tracker_.posted()) return Status::Ok();
+    return Fail(Code::kRemoteError, "receive posted but peer " + peer_ + " has closed the connection");
+  }
+  for (int pass = 0; pass < 64; ++pass) {
+    bool progressed = false;
+    for (auto& l : links_) {
+      for (int i = 0; l.link && i < static_cast<int>(l.rx.size()); ++i) RR_CHECK(ReadStream(l, i, &progressed));
+    }
+    if (!progressed || state_ != ConnState::kActive) break;
+  }
+  if (state_ != ConnState::kActive) return state_ == ConnState::kFailed ? failure_ : Status::Ok();
+  RR_CHECK(FlushControl(now));
+  if (LiveLinks() == 0 && no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns &&
+      tracker_.completed_prefix() != tracker_.posted()) {
+    return Fail(Code::kRemoteError, "no link from " + peer_ + " for RERAIL_GIVEUP_MS (" +
+                                        std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
+  }
+  return Status::Ok();
+}
+
+Status RecvComm::Test(Request* r, int* done, int* size) {
+  *done = 0;
+  if (r->state != ReqState::kDone) {
+    Status st = Progress();
+    if (!st.ok()) return st;
+  }
+  if (r->state != ReqState::kDone) return Status::Ok();
+  *done = 1;
+  if (size != nullptr) *size = static_cast<int>(r->size);
+  tracker_.Release(static_cast<RxTracker::Slot*>(r->slot));
+  pool_.Put(r);
+  return Status::Ok();
+}
+
+Status ListenComm::Accept(std::unique_ptr<RecvComm>* out) {
+  if (!listener_) return Status::Internal("accept called again on a listen comm that already accepted");
+  std::unique_ptr<Link> link;
+  RR_CHECK(listener_->Poll(&link));
+  if (link) *out = std::make_unique<RecvComm>(cfg_, std::move(listener_), std::move(link));
+  return Status::Ok();
+}
+
+}  // namespace rr::net

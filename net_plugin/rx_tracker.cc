@@ -1,0 +1,90 @@
+#include "rx_tracker.h"
+
+namespace rr::net {
+
+RxTracker::Slot* RxTracker::Post(void* buf, size_t cap, void* owner) {
+  // Also bounded by the in-order prefix: a slot is reused only once every older message completed,
+  // so a completed-but-unacknowledged record is never overwritten.
+  if (outstanding_ >= kWindow || next_post_ >= prefix_ + kWindow) return nullptr;
+  Slot& s = slots_[next_post_ % kWindow];
+  if (s.posted) return nullptr;  // previous occupant not released yet
+  s.seq = next_post_++;
+  s.posted = true;
+  s.complete = false;
+  s.buf = buf;
+  s.cap = cap;
+  s.total = -1;
+  s.placed = 0;
+  s.owner = owner;
+  ++outstanding_;
+  return &s;
+}
+
+RxTracker::Verdict RxTracker::Classify(const Frame& f, uint32_t min_epoch, Slot** slot, std::string* err) {
+  *slot = nullptr;
+  if (!FrameValid(f) || TypeOf(f) != FrameType::kData) {
+    *err = "unexpected frame type/magic 0x" + std::to_string(f.magic_type);
+    return Verdict::kError;
+  }
+  if (f.conn != conn_) {
+    *err = "frame of another connection (conn " + std::to_string(f.conn) + ")";
+    return Verdict::kError;
+  }
+  if (f.offset > f.total || f.len > f.total - f.offset || (f.len == 0 && f.total != 0) ||
+      f.offset % chunk_ != 0 || f.len > chunk_) {
+    *err = "malformed chunk (offset " + std::to_string(f.offset) + " len " + std::to_string(f.len) +
+           " total " + std::to_string(f.total) + ")";
+    return Verdict::kError;
+  }
+  if (f.epoch < min_epoch) return Verdict::kDrop;      // sent on a link incarnation since failed
+  if (f.seq < prefix_) return Verdict::kDrop;          // message already complete
+  if (f.seq >= prefix_ + kWindow) {
+    *err = "chunk of message " + std::to_string(f.seq) + " beyond the window (" + std::to_string(prefix_) + ")";
+    return Verdict::kError;
+  }
+  if (f.seq >= next_post_) return Verdict::kNotPosted;
+  Slot& s = slots_[f.seq % kWindow];
+  if (!s.posted || s.seq != f.seq) return Verdict::kNotPosted;
+  if (s.complete) return Verdict::kDrop;
+  if (s.total < 0) {
+    if (f.total > s.cap) {
+      *err = "message " + std::to_string(f.seq) + " of " + std::to_string(f.total) +
+             " bytes is larger than the posted receive buffer (" + std::to_string(s.cap) + " bytes)";
+      return Verdict::kError;
+    }
+    s.total = static_cast<int64_t>(f.total);
+    size_t nchunks = f.total == 0 ? 1 : (f.total + chunk_ - 1) / chunk_;
+    s.bits.assign((nchunks + 63) / 64, 0);
+  } else if (static_cast<uint64_t>(s.total) != f.total) {
+    *err = "chunks of message " + std::to_string(f.seq) + " disagree on its size";
+    return Verdict::kError;
+  }
+  uint64_t idx = f.offset / chunk_;
+  if (s.bits[idx / 64] & (1ull << (idx % 64))) return Verdict::kDrop;  // duplicate
+  *slot = &s;
+  return Verdict::kPlace;
+}
+
+bool RxTracker::Placed(Slot* s, const Frame& f) {
+  uint64_t idx = f.offset / chunk_;
+  uint64_t bit = 1ull << (idx % 64);
+  if (s->bits[idx / 64] & bit) return false;
+  s->bits[idx / 64] |= bit;
+  s->placed += f.len;
+  if (s->placed < static_cast<size_t>(s->total)) return false;
+  s->complete = true;
+  while (prefix_ < next_post_) {
+    const Slot& p = slots_[prefix_ % kWindow];
+    if (!(p.seq == prefix_ && p.complete)) break;
+    ++prefix_;
+  }
+  return true;
+}
+
+void RxTracker::Release(Slot* s) {
+  if (!s->posted) return;
+  s->posted = false;
+  --outstanding_;
+}
+
+}  // namespace rr::net

@@ -1,0 +1,67 @@
+// rerail — receive-side message tracking: matching, placement bitmap, duplicate and stale drop.
+//
+// Pure bookkeeping (no I/O), so every rule is unit-tested without sockets.
+//
+// Model: receives are posted in order; the k-th Post() expects message seq k. At most kWindow messages
+// are posted and not yet Released (NCCL's request limit), so seq → slot is seq % kWindow. A data frame
+// is classified before its payload is read:
+//   kPlace      read the payload into slot->buf + offset (the slot is posted, the chunk is new);
+//   kDrop       read and discard the payload (duplicate chunk, chunk of a completed message, stale epoch);
+//   kNotPosted  leave it in the socket until the matching receive is posted (no intermediate copy);
+//   kError      protocol violation or a message larger than the posted buffer; *err says which.
+// After the payload is in place, Placed() marks its chunk and reports whether the message completed.
+// Thread-safety: none; owned and driven by one thread (NCCL's progress thread).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wire.h"
+
+namespace rr::net {
+
+class RxTracker {
+ public:
+  static constexpr int kWindow = 32;
+
+  struct Slot {
+    uint64_t seq = 0;
+    bool posted = false;
+    bool complete = false;
+    void* buf = nullptr;
+    size_t cap = 0;
+    int64_t total = -1;    // message size, -1 until the first chunk arrives
+    size_t placed = 0;     // distinct payload bytes placed
+    std::vector<uint64_t> bits;  // one bit per chunk index (offset / chunk_size)
+    void* owner = nullptr;       // the request that posted it
+  };
+
+  enum class Verdict { kPlace, kDrop, kNotPosted, kError };
+
+  RxTracker(uint32_t conn, uint32_t chunk_size) : conn_(conn), chunk_(chunk_size) {}
+
+  // Posts the next receive. Returns nullptr when kWindow receives are already outstanding.
+  Slot* Post(void* buf, size_t cap, void* owner);
+  // `min_epoch`: frames of an older link epoch are stale.
+  Verdict Classify(const Frame& f, uint32_t min_epoch, Slot** slot, std::string* err);
+  // Marks f's chunk as placed; true when this completed the message.
+  bool Placed(Slot* slot, const Frame& f);
+  // The message's request was reported done to NCCL: its slot may be reused.
+  void Release(Slot* slot);
+
+  // Messages completed in order (every seq below is complete): the cumulative ack value.
+  uint64_t completed_prefix() const { return prefix_; }
+  uint64_t posted() const { return next_post_; }
+  int outstanding() const { return outstanding_; }
+
+ private:
+  Slot slots_[kWindow];
+  uint32_t conn_;
+  uint32_t chunk_;
+  uint64_t next_post_ = 0;  // seq the next Post() gets
+  uint64_t prefix_ = 0;     // all seq < prefix_ complete
+  int outstanding_ = 0;
+};
+
+}  // namespace rr::net

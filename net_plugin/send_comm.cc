@@ -1,0 +1,364 @@
+#include <algorithm>
+#include <cstring>
+
+#include "conn.h"
+#include "rerail/clock.h"
+#include "rerail/log.h"
+
+namespace rr::net {
+
+const char* ConnStateName(ConnState s) {
+  switch (s) {
+    case ConnState::kActive: return "active";
+    case ConnState::kPeerClosed: return "peer-closed";
+    case ConnState::kFailed: return "failed";
+  }
+  return "?";
+}
+
+void Comm::Transition(ConnState to, const std::string& why) {
+  if (state_ == to || state_ == ConnState::kFailed) return;  // failure is final
+  RR_INFO(log::kFlagNet, "conn %016lx: %s -> %s (%s)", static_cast<unsigned long>(conn_id_), ConnStateName(state_),
+          ConnStateName(to), why.c_str());
+  if (to == ConnState::kFailed) RR_WARN("connection %016lx failed: %s", static_cast<unsigned long>(conn_id_), why.c_str());
+  state_ = to;
+}
+
+Status Comm::Fail(Code code, const std::string& why) {
+  Transition(ConnState::kFailed, why);
+  if (failure_.ok()) failure_ = Status(code, why);
+  return failure_;
+}
+
+SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan)
+    : Comm(kSendCommMagic), cfg_(cfg), nonce_(nonce), links_(plan.size()) {
+  conn_id_ = conn_id;
+  setup_start_ns_ = NowNs();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    TxLink& l = links_[i];
+    l.plan = plan[i];
+    l.backoff_ms = cfg_.backoff_min_ms;
+    char who[160];
+    snprintf(who, sizeof(who), "conn %016lx link %zu (rail %s -> %s)", static_cast<unsigned long>(conn_id),
+             i, cfg_.transport->Device(l.plan.local_dev).name.c_str(), l.plan.remote.ToString().c_str());
+    l.fsm.set_who(who);
+    if (cfg_.rails) l.rail_gen = cfg_.rails->gen[l.plan.local_dev].load(std::memory_order_acquire);
+    StartConnect(l);
+  }
+}
+
+void SendComm::StartConnect(TxLink& l) {
+  LinkIdentity id;
+  id.nonce = nonce_;
+  id.conn_id = conn_id_;
+  id.chunk_size = cfg_.chunk;
+  id.rail = l.plan.remote_rail;
+  id.link = static_cast<int>(&l - links_.data());
+  id.nstreams = cfg_.streams;
+  id.epoch = l.epoch;
+  Status st = cfg_.transport->Connect(l.plan.local_dev, l.plan.remote, id, &l.connector);
+  if (!st.ok()) {
+    l.connector.reset();
+    l.retry_at_ns = NowNs() + l.backoff_ms * 1000000ull;
+    RR_INFO(log::kFlagNet, "link %d connect: %s", id.link, st.ToString().c_str());
+  }
+}
+
+// Polls a link's connector; an established link starts carrying data (first connect) or waits for
+// the peer's answer on it (failback probe).
+Status SendComm::PollConnector(TxLink& l) {
+  if (!l.connector) return Status::Ok();
+  std::unique_ptr<Link> link;
+  Status st = l.connector->Poll(&link);
+  if (!st.ok()) {
+    l.connector.reset();
+    if (l.fsm.state() != LinkState::kFailed) l.fsm.Transition(LinkState::kFailed, st.message());
+    l.retry_at_ns = NowNs() + l.backoff_ms * 1000000ull;
+    l.backoff_ms = std::min(l.backoff_ms * 2, cfg_.backoff_max_ms);
+    return Status::Ok();
+  }
+  if (!link) return Status::Ok();
+  l.connector.reset();
+  l.link = std::move(link);
+  l.tx.assign(l.link->streams(), TxStream{});
+  l.in_got = 0;
+  l.last_heard_ns = NowNs();
+  if (l.fsm.state() == LinkState::kConnecting) l.fsm.Transition(LinkState::kHealthy, "connected");
+  return Status::Ok();
+}
+
+Status SendComm::PollConnect(bool* ready) {
+  *ready = false;
+  for (auto& l : links_) RR_CHECK(PollConnector(l));
+  bool primary_settled = links_[0].fsm.state() != LinkState::kConnecting;
+  bool grace_over = NowNs() - setup_start_ns_ > cfg_.connect_grace_ns;
+  int live = LiveLinks();
+  if (live > 0 && (links_[0].fsm.usable() || primary_settled || grace_over)) {
+    *ready = true;
+    return Status::Ok();
+  }
+  bool all_failed = true;
+  for (auto& l : links_) all_failed &= (l.fsm.state() == LinkState::kFailed && !l.connector);
+  if (all_failed && NowNs() > setup_start_ns_ + cfg_.giveup_ns) {
+    return Status::Remote("could not connect on any rail to " + links_[0].plan.remote.ToString());
+  }
+  // Rails that failed during setup are retried with back-off until the connect timeout (the
+  // connector's own deadline) or give-up.
+  for (auto& l : links_) {
+    if (l.fsm.state() == LinkState::kFailed && !l.connector && NowNs() >= l.retry_at_ns) StartConnect(l);
+  }
+  return Status::Ok();
+}
+
+int SendComm::LiveLinks() const {
+  int n = 0;
+  for (const auto& l : links_) n += l.fsm.usable();
+  return n;
+}
+
+Status SendComm::Isend(const void* data, size_t size, Request** req) {
+  *req = nullptr;
+  if (state_ == ConnState::kFailed) return failure_;
+  if (size > 0 && data == nullptr) return Status::Internal("isend of " + std::to_string(size) + " bytes from NULL");
+  if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Progress();  // NCCL retries
+  Request* r = pool_.Get(true);
+  if (r == nullptr) return Status::Ok();
+  TxMsg& m = msgs_[next_seq_ % RxTracker::kWindow];
+  m.seq = next_seq_++;
+  m.data = static_cast<const uint8_t*>(data);
+  m.size = size;
+  m.next_off = 0;
+  m.scheduled = false;
+  m.req = r;
+  r->seq = m.seq;
+  r->size = size;
+  *req = r;
+  return Progress();
+}
+
+bool SendComm::Eligible(const TxLink& l) const {
+  if (!l.fsm.usable()) return false;
+  if (cfg_.policy == Policy::kFailover && &l != &links_[0] && links_[0].fsm.usable()) return false;
+  return true;
+}
+
+// Picks what an idle stream of `l` writes next: a notice for the peer, a chunk to re-send, or the
+// next fresh chunk (oldest message first).
+bool SendComm::NextItem(TxLink& l, TxStream* s) {
+  s->payload = nullptr;
+  s->len = 0;
+  s->done = 0;
+  if (!notices_.empty()) {
+    s->hdr = notices_.front();
+    notices_.pop_front();
+    s->busy = true;
+    return true;
+  }
+  if (!Eligible(l)) return false;
+  ChunkRef c{};
+  bool have = false;
+  while (!requeue_.empty() && !have) {
+    c = requeue_.front();
+    requeue_.pop_front();
+    have = c.seq >= acked_;
+  }
+  if (!have) {
+    while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
+    if (sched_seq_ >= next_seq_) return false;
+    TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
+    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
+    m.next_off += c.len;
+    if (m.next_off >= m.size) m.scheduled = true;
+  }
+  const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
+  s->hdr = Frame{FrameMagic(FrameType::kData), c.len, static_cast<uint32_t>(conn_id_), l.epoch, c.seq, c.off, m.size};
+  s->payload = m.data + c.off;
+  s->len = c.len;
+  s->busy = true;
+  l.inflight.push_back(c);
+  return true;
+}
+
+Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
+  TxStream& s = l.tx[i];
+  for (;;) {
+    if (!s.busy && !NextItem(l, &s)) return Status::Ok();
+    iovec iov[2];
+    int cnt = 0;
+    if (s.done < sizeof(Frame)) {
+      iov[cnt++] = {reinterpret_cast<uint8_t*>(&s.hdr) + s.done, sizeof(Frame) - s.done};
+      if (s.len > 0) iov[cnt++] = {const_cast<uint8_t*>(s.payload), s.len};
+    } else {
+      size_t off = s.done - sizeof(Frame);
+      iov[cnt++] = {const_cast<uint8_t*>(s.payload) + off, s.len - off};
+    }
+    size_t n = 0;
+    int err = 0;
+    IoState st = l.link->Writev(i, iov, cnt, &n, &err);
+    if (st == IoState::kAgain) return Status::Ok();
+    if (st != IoState::kOk) {
+      FailLink(l, std::string("send failed: ") + (st == IoState::kClosed ? "closed" : strerror(err)),
+               err == ECONNRESET || err == EPIPE);
+      return Status::Ok();
+    }
+    *progressed = true;
+    l.bytes += n;
+    s.done += n;
+    if (s.done < sizeof(Frame) + s.len) return Status::Ok();  // socket buffer full
+    s.busy = false;
+  }
+}
+
+void SendComm::OnAck(uint64_t ack) {
+  if (ack <= acked_ || ack > next_seq_) return;
+  for (; acked_ < ack; ++acked_) msgs_[acked_ % RxTracker::kWindow].req->state = ReqState::kDone;
+  for (auto& l : links_) {
+    while (!l.inflight.empty() && l.inflight.front().seq < acked_) l.inflight.pop_front();
+  }
+}
+
+Status SendComm::ReadControl(TxLink& l) {
+  for (;;) {
+    size_t n = 0;
+    int err = 0;
+    IoState st = l.link->Read(0, reinterpret_cast<uint8_t*>(&l.in) + l.in_got, sizeof(Frame) - l.in_got, &n, &err);
+    if (st == IoState::kAgain) return Status::Ok();
+    if (st != IoState::kOk) {
+      bool peer_closed = st == IoState::kClosed || err == ECONNRESET;
+      FailLink(l, st == IoState::kClosed ? "peer closed the link" : std::string("receive failed: ") + strerror(err),
+               peer_closed);
+      return Status::Ok();
+    }
+    l.in_got += n;
+    if (l.in_got < sizeof(Frame)) continue;
+    l.in_got = 0;
+    const Frame& f = l.in;
+    if (!FrameValid(f) || f.conn != static_cast<uint32_t>(conn_id_) || f.len != 0) {
+      FailLink(l, "protocol error: bad control frame", false);
+      return Status::Ok();
+    }
+    l.last_heard_ns = NowNs();
+    if (l.fsm.state() == LinkState::kProbing) l.fsm.Transition(LinkState::kHealthy, "peer answered the probe (failback)");
+    switch (TypeOf(f)) {
+      case FrameType::kAck:
+      case FrameType::kHeartbeat:
+        OnAck(f.seq);
+        break;
+      case FrameType::kLinkDown:
+        if (f.seq < links_.size() && &links_[f.seq] != &l) FailLink(links_[f.seq], "peer reported the link down", false);
+        break;
+      default:
+        FailLink(l, "protocol error: unexpected frame type", false);
+        return Status::Ok();
+    }
+  }
+}
+
+void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
+  if (l.fsm.state() == LinkState::kFailed) return;
+  int idx = static_cast<int>(&l - links_.data());
+  size_t bytes = 0, chunks = 0;
+  for (const ChunkRef& c : l.inflight) {
+    if (c.seq < acked_) continue;
+    requeue_.push_back(c);
+    bytes += c.len;
+    ++chunks;
+  }
+  l.inflight.clear();
+  bool was_probing = l.fsm.state() == LinkState::kProbing;
+  l.fsm.Transition(LinkState::kFailed, why);
+  l.link.reset();
+  l.connector.reset();
+  l.tx.clear();
+  ++l.epoch;
+  uint64_t now = NowNs();
+  l.retry_at_ns = now + l.backoff_ms * 1000000ull;
+  l.backoff_ms = std::min(l.backoff_ms * 2, cfg_.backoff_max_ms);
+  if (peer_closed) ++peer_closed_links_;
+  int live = LiveLinks();
+  if (live == 0 && no_link_since_ns_ == 0) no_link_since_ns_ = now;
+  if (!was_probing) {
+    notices_.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
+                             static_cast<uint64_t>(idx), 0, 0});
+    RR_WARN("rail %s to peer %s failed (%s): re-sending %zu bytes (%zu chunks) on %d surviving link(s)",
+            cfg_.transport->Device(l.plan.local_dev).name.c_str(), l.plan.remote.ToString().c_str(), why.c_str(),
+            bytes, chunks, live);
+  }
+}
+
+Status SendComm::Watchdog(uint64_t now) {
+  uint64_t newest_heard = 0;
+  for (const auto& l : links_) {
+    if (l.fsm.usable()) newest_heard = std::max(newest_heard, l.last_heard_ns);
+  }
+  for (size_t i = 0; i < links_.size(); ++i) {
+    TxLink& l = links_[i];
+    if (cfg_.rails) {
+      uint64_t gen = cfg_.rails->gen[l.plan.local_dev].load(std::memory_order_acquire);
+      if (gen != l.rail_gen) {
+        l.rail_gen = gen;
+        bool down = cfg_.rails->down[l.plan.local_dev].load(std::memory_order_acquire);
+        if (down) FailLink(l, "link-down event", false);
+        else if (l.fsm.state() == LinkState::kFailed) l.retry_at_ns = now, l.backoff_ms = cfg_.backoff_min_ms;
+      }
+    }
+    // Silent while a sibling link was heard recently: a black hole (a receiver that is simply not
+    // polling silences every link alike and triggers nothing).
+    if (l.fsm.usable() && now - l.last_heard_ns > cfg_.stall_ns && newest_heard > l.last_heard_ns &&
+        now - newest_heard < cfg_.stall_ns) {
+      FailLink(l, "stall: nothing heard for " + std::to_string((now - l.last_heard_ns) / 1000000) + " ms", false);
+    }
+    if (l.fsm.state() == LinkState::kFailed && !l.connector && now >= l.retry_at_ns &&
+        !(cfg_.rails && cfg_.rails->down[l.plan.local_dev].load(std::memory_order_relaxed))) {
+      l.fsm.Transition(LinkState::kProbing, "re-probing after back-off");
+      StartConnect(l);
+      if (!l.connector) l.fsm.Transition(LinkState::kFailed, "probe could not start");
+    }
+  }
+  int live = LiveLinks();
+  if (live > 0) {
+    no_link_since_ns_ = 0;
+    peer_closed_links_ = 0;
+    return Status::Ok();
+  }
+  if (peer_closed_links_ >= static_cast<int>(links_.size()) || (links_.size() == 1 && peer_closed_links_ > 0)) {
+    return Fail(Code::kRemoteError, "peer " + links_[0].plan.remote.ToString() + " closed every link");
+  }
+  if (no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns) {
+    return Fail(Code::kRemoteError, "no link to " + links_[0].plan.remote.ToString() + " for RERAIL_GIVEUP_MS (" +
+                                        std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
+  }
+  return Status::Ok();
+}
+
+Status SendComm::Progress() {
+  if (state_ == ConnState::kFailed) return failure_;
+  for (int pass = 0; pass < 64; ++pass) {
+    bool progressed = false;
+    for (auto& l : links_) {
+      if (!l.link) continue;
+      for (int i = 0; i < static_cast<int>(l.tx.size()) && l.link; ++i) RR_CHECK(WriteStream(l, i, &progressed));
+    }
+    if (!progressed) break;
+  }
+  for (auto& l : links_) {
+    if (l.link) RR_CHECK(ReadControl(l));
+    else RR_CHECK(PollConnector(l));
+  }
+  return Watchdog(NowNs());
+}
+
+Status SendComm::Test(Request* r, int* done, int* size) {
+  *done = 0;
+  if (r->state != ReqState::kDone) {
+    Status st = Progress();
+    if (!st.ok()) return st;
+  }
+  if (r->state != ReqState::kDone) return Status::Ok();
+  *done = 1;
+  if (size != nullptr) *size = static_cast<int>(r->size);
+  pool_.Put(r);
+  return Status::Ok();
+}
+
+}  // namespace rr::net

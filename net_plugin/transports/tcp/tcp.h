@@ -1,0 +1,74 @@
+// rerail — TCP transport: rails are network interfaces, links are sets of TCP streams.
+//
+// Contract
+//   * DiscoverTcpDevices applies RERAIL_TCP_IFNAME (NCCL syntax, see rr::sock::IfFilter). Loopback
+//     interfaces are used only when the filter names them or when no other interface qualifies.
+//     No usable interface → kInvalidUsage naming the filter and what exists.
+//   * TcpTransport is created once per plugin context, after discovery; its device table is immutable,
+//     so Device()/NumDevices() are safe from any thread. Listen/Connect create independent objects
+//     (one thread each at a time; NCCL's proxy service thread).
+//   * Every socket is non-blocking, close-on-exec, TCP_NODELAY; SO_SNDBUF/SO_RCVBUF only when
+//     RERAIL_TCP_SOCKBUF is set. Sends use MSG_NOSIGNAL (a dead peer is an error, not SIGPIPE).
+//   * A stream whose hello does not arrive within connect_timeout_ms is closed with a WARN.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../../transport.h"
+
+namespace rr::net::tcp {
+
+struct TcpConfig {
+  int streams = 2;               // RERAIL_TCP_STREAMS
+  int sockbuf = 0;               // RERAIL_TCP_SOCKBUF (0: autotune)
+  int connect_timeout_ms = 30000;
+  unsigned user_timeout_ms = 0;  // TCP_USER_TIMEOUT (0: kernel default)
+};
+
+Status DiscoverTcpDevices(const std::string& filter, std::vector<DeviceInfo>* out);
+
+// Applies the per-stream socket options of `cfg` to a connected socket.
+Status TuneStream(int fd, const TcpConfig& cfg);
+
+// An established link: owns its stream descriptors.
+class TcpLink final : public Link {
+ public:
+  TcpLink(std::vector<int> fds, const LinkIdentity& id, std::string desc);
+  ~TcpLink() override;
+  int streams() const override { return static_cast<int>(fds_.size()); }
+  const LinkIdentity& identity() const override { return id_; }
+  IoState Writev(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) override;
+  IoState Read(int stream, void* buf, size_t len, size_t* n, int* err) override;
+  std::string Describe() const override { return desc_; }
+
+ private:
+  std::vector<int> fds_;
+  LinkIdentity id_;
+  std::string desc_;
+};
+
+class TcpTransport final : public Transport {
+ public:
+  TcpTransport(std::vector<DeviceInfo> devs, const TcpConfig& cfg) : devs_(std::move(devs)), cfg_(cfg) {}
+  const char* name() const override { return "tcp"; }
+  int NumDevices() const override { return static_cast<int>(devs_.size()); }
+  const DeviceInfo& Device(int dev) const override { return devs_[dev]; }
+  const TcpConfig& config() const { return cfg_; }
+  Status Listen(int dev, const Nonce& nonce, Handle* h, std::unique_ptr<Listener>* out) override;
+  Status Connect(int dev, const sock::Addr& remote, const LinkIdentity& id,
+                 std::unique_ptr<Connector>* out) override;
+
+ private:
+  std::vector<DeviceInfo> devs_;
+  TcpConfig cfg_;
+};
+
+// Hello encoding shared by the listener and the connector.
+void MakeHello(const LinkIdentity& id, int stream, struct Hello* h);
+// Validates a received hello against the listener's nonce; false with *why on any mismatch.
+bool CheckHello(const struct Hello& h, const Nonce& nonce, std::string* why);
+
+}  // namespace rr::net::tcp

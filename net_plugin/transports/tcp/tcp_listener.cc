@@ -1,0 +1,190 @@
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+
+#include "../../wire.h"
+#include "rerail/clock.h"
+#include "rerail/log.h"
+#include "tcp.h"
+
+namespace rr::net::tcp {
+namespace {
+
+// An accepted socket whose hello is still arriving.
+struct PendingStream {
+  int fd = -1;
+  sock::Addr peer;
+  Hello hello{};
+  size_t got = 0;
+  uint64_t deadline_ns = 0;
+};
+
+// Streams of one incoming link collected so far, by stream index.
+struct PartialLink {
+  LinkIdentity id;
+  std::vector<int> fds;
+  int have = 0;
+  sock::Addr peer;
+};
+
+class TcpListener final : public Listener {
+ public:
+  TcpListener(const TcpTransport* t, Nonce nonce) : t_(t), nonce_(nonce) {}
+  ~TcpListener() override;
+  Status AddSocket(int dev, Handle* h);
+  Status Poll(std::unique_ptr<Link>* out) override;
+
+ private:
+  void AcceptNew();
+  // Reads hello bytes; returns true when `p` is finished (moved into a link group or rejected).
+  bool ReadHello(PendingStream& p);
+  void Reject(PendingStream& p, const std::string& why);
+  void Adopt(PendingStream& p);
+
+  const TcpTransport* t_;
+  Nonce nonce_;
+  std::vector<int> listen_fds_;
+  std::vector<int> listen_rails_;
+  std::vector<PendingStream> pending_;
+  std::map<std::pair<uint64_t, int>, PartialLink> partial_;  // (conn_id, link index)
+  std::vector<std::unique_ptr<Link>> ready_;
+};
+
+TcpListener::~TcpListener() {
+  for (int& fd : listen_fds_) sock::Close(&fd);
+  for (auto& p : pending_) sock::Close(&p.fd);
+  for (auto& kv : partial_)
+    for (int& fd : kv.second.fds) sock::Close(&fd);
+}
+
+Status TcpListener::AddSocket(int dev, Handle* h) {
+  const DeviceInfo& d = t_->Device(dev);
+  int fd = -1;
+  sock::Addr bound;
+  RR_CHECK(sock::Listen(d.addr, 128, &fd, &bound));
+  listen_fds_.push_back(fd);
+  listen_rails_.push_back(dev);
+  h->addrs.push_back(HandleAddr{dev, bound});
+  return Status::Ok();
+}
+
+void TcpListener::AcceptNew() {
+  for (int lfd : listen_fds_) {
+    for (;;) {
+      sock::Addr peer;
+      peer.len = sizeof(peer.ss);
+      int fd = accept4(lfd, peer.sa(), &peer.len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+          RR_WARN("accept() on listen socket failed: %s", strerror(errno));
+        }
+        break;
+      }
+      PendingStream p;
+      p.fd = fd;
+      p.peer = peer;
+      p.deadline_ns = NowNs() + static_cast<uint64_t>(t_->config().connect_timeout_ms) * 1000000ull;
+      pending_.push_back(p);
+    }
+  }
+}
+
+void TcpListener::Reject(PendingStream& p, const std::string& why) {
+  RR_WARN("rejected incoming connection from %s: %s", p.peer.ToString().c_str(), why.c_str());
+  sock::Close(&p.fd);
+}
+
+bool TcpListener::ReadHello(PendingStream& p) {
+  while (p.got < sizeof(Hello)) {
+    ssize_t r = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
+    if (r > 0) {
+      p.got += static_cast<size_t>(r);
+      continue;
+    }
+    if (r == 0) return Reject(p, "closed before completing its hello"), true;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (NowNs() > p.deadline_ns) return Reject(p, "no hello within RERAIL_CONNECT_TIMEOUT_MS"), true;
+      return false;
+    }
+    return Reject(p, std::string("recv: ") + strerror(errno)), true;
+  }
+  std::string why;
+  if (!CheckHello(p.hello, nonce_, &why)) return Reject(p, why), true;
+  Adopt(p);
+  return true;
+}
+
+void TcpListener::Adopt(PendingStream& p) {
+  const Hello& h = p.hello;
+  auto key = std::make_pair(h.conn_id, static_cast<int>(h.link));
+  PartialLink& pl = partial_[key];
+  if (pl.fds.empty()) {
+    pl.fds.assign(h.nstreams, -1);
+    pl.id.nonce = nonce_;
+    pl.id.conn_id = h.conn_id;
+    pl.id.chunk_size = h.chunk_size;
+    pl.id.rail = h.rail;
+    pl.id.link = h.link;
+    pl.id.nstreams = h.nstreams;
+    pl.id.epoch = h.epoch;
+    pl.peer = p.peer;
+  }
+  if (static_cast<int>(h.nstreams) != pl.id.nstreams || pl.fds[h.stream] >= 0 || h.chunk_size != pl.id.chunk_size) {
+    return Reject(p, "hello inconsistent with the other streams of its connection");
+  }
+  pl.fds[h.stream] = p.fd;
+  p.fd = -1;
+  if (++pl.have < pl.id.nstreams) return;
+  std::string desc = "rail " + t_->Device(pl.id.rail < t_->NumDevices() ? pl.id.rail : 0).name + " from " +
+                     pl.peer.ToString() + " (" + std::to_string(pl.id.nstreams) + " streams)";
+  for (int fd : pl.fds) {
+    Status st = TuneStream(fd, t_->config());
+    if (!st.ok()) RR_WARN("tuning accepted stream: %s", st.ToString().c_str());
+  }
+  ready_.push_back(std::make_unique<TcpLink>(std::move(pl.fds), pl.id, desc));
+  partial_.erase(key);
+}
+
+Status TcpListener::Poll(std::unique_ptr<Link>* out) {
+  AcceptNew();
+  for (size_t i = 0; i < pending_.size();) {
+    if (ReadHello(pending_[i])) {
+      pending_[i] = pending_.back();
+      pending_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  if (!ready_.empty()) {
+    *out = std::move(ready_.front());
+    ready_.erase(ready_.begin());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status TcpTransport::Listen(int dev, const Nonce& nonce, Handle* h, std::unique_ptr<Listener>* out) {
+  if (dev < 0 || dev >= NumDevices()) {
+    return Status::Internal("listen on device " + std::to_string(dev) + " but there are " +
+                            std::to_string(NumDevices()));
+  }
+  auto l = std::make_unique<TcpListener>(this, nonce);
+  h->nonce = nonce;
+  h->addrs.clear();
+  RR_CHECK(l->AddSocket(dev, h));
+  // The other rails too, so the sender can reach this connection when the primary rail is down at
+  // connect time and can re-connect failed rails later (the RecvComm keeps this listener).
+  for (int d = 0; d < NumDevices() && static_cast<int>(h->addrs.size()) < kMaxAddrs; ++d) {
+    if (d == dev || Device(d).addr.family() != Device(dev).addr.family()) continue;
+    Status st = l->AddSocket(d, h);
+    if (!st.ok()) RR_INFO(log::kFlagNet, "not listening on standby rail %s: %s", Device(d).name.c_str(), st.ToString().c_str());
+  }
+  *out = std::move(l);
+  return Status::Ok();
+}
+
+}  // namespace rr::net::tcp

@@ -1,0 +1,62 @@
+// rerail — what travels on a link's streams.
+//
+// Every stream starts with one Hello (sender → listener). After it, the sender → receiver direction of
+// every stream carries Frames, each followed by `len` payload bytes; the receiver → sender direction of
+// stream 0 carries payload-less control Frames (acks, heartbeats, epoch notices).
+//
+// Control frames (kAck, kHeartbeat, kLinkDown) have len 0. Frame fields for kData: conn = low 32 bits of the connection id, epoch = the link epoch the chunk was
+// sent under, seq = message sequence number (0, 1, … in isend order = irecv posting order), offset/len =
+// where the payload goes in the message, total = the message size. For kAck: seq = number of messages
+// completed in order (cumulative: every seq < ack is complete). Host byte order (both ends of a rerail
+// connection run the same code on the same architecture; the magic catches anything else).
+#pragma once
+
+#include <cstdint>
+
+namespace rr::net {
+
+constexpr uint32_t kHelloMagic = 0x4f4c4852u;  // "RHLO"
+constexpr uint16_t kWireVersion = 1;
+constexpr uint32_t kFrameMagic = 0x52520000u;   // high 16 bits of Frame::magic_type
+constexpr int kMaxStreams = 16;
+
+struct Hello {
+  uint32_t magic;       // kHelloMagic
+  uint16_t version;     // kWireVersion
+  uint8_t stream;       // index of this stream within its link
+  uint8_t nstreams;     // streams in the link (1..kMaxStreams)
+  uint8_t nonce[16];    // must equal the listen handle's nonce
+  uint64_t conn_id;     // random, chosen by the sender; groups the streams and links of one connection
+  uint32_t chunk_size;  // sender's chunk size (bitmap granularity at the receiver)
+  uint8_t rail;         // rail (listener device index) this link runs on
+  uint8_t link;         // link index within the connection
+  uint16_t reserved;
+  uint32_t epoch;       // link epoch at connect time
+  uint32_t check;       // xxh32 of the bytes before it
+};
+static_assert(sizeof(Hello) == 48, "Hello is 48 bytes on the wire");
+
+enum class FrameType : uint8_t {
+  kData = 1,       // payload chunk of a message
+  kAck = 2,        // cumulative message acknowledgement (receiver → sender)
+  kHeartbeat = 3,  // receiver → sender on every live link every RERAIL_HEARTBEAT_MS; seq = cumulative ack
+  kLinkDown = 4,   // either direction, on a surviving link: seq = index of the link that failed,
+                   // epoch = its new epoch (the peer drops that link and anything older)
+};
+
+struct Frame {
+  uint32_t magic_type;  // kFrameMagic | type
+  uint32_t len;         // payload bytes following this frame
+  uint32_t conn;
+  uint32_t epoch;
+  uint64_t seq;
+  uint64_t offset;
+  uint64_t total;
+};
+static_assert(sizeof(Frame) == 40, "Frame is 40 bytes on the wire");
+
+inline uint32_t FrameMagic(FrameType t) { return kFrameMagic | static_cast<uint32_t>(t); }
+inline bool FrameValid(const Frame& f) { return (f.magic_type & 0xffff0000u) == kFrameMagic; }
+inline FrameType TypeOf(const Frame& f) { return static_cast<FrameType>(f.magic_type & 0xffu); }
+
+}  // namespace rr::net

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""rerail timeline plot: throughput per rail over time with fault and failover markers.
+
+Reads the file `rerail-perf --timeline FILE` writes (CSV or JSON, by extension) and writes a PNG
+(matplotlib, Agg backend: no display needed). With --summary it also prints one paragraph:
+throughput before / during / after the first fault window, the longest stall and the bytes re-sent.
+
+Usage: scripts/plot.py TIMELINE [-o OUT.png] [--title T] [--summary]
+Exit codes: 0 ok, 2 unreadable or malformed input (message on stderr).
+"""
+import argparse
+import csv
+import json
+import re
+import sys
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: E402
+except ImportError:
+    sys.exit("plot.py: matplotlib is missing; install Debian's python3-matplotlib and run with /usr/bin/python3")
+
+RESENT_RE = re.compile(r"(\d+)\s*(?:bytes|B)\s*re-?sent|re-?sen[dt]\w*\s*(?:of\s*)?(\d+)\s*(?:bytes|B)", re.I)
+FAILOVER_RE = re.compile(r"fail(?:ed)?\s*over|failover|fail(?:ed)?\s*back|failback|migrat|link down|rail .* (?:down|up)", re.I)
+
+
+def load(path):
+    """Returns (t_s list, rail names, gbps rows [bin][rail], events [(t, kind, text)], meta dict)."""
+    if path.endswith(".json"):
+        with open(path) as f:
+            j = json.load(f)
+        events = [(e["t_s"], e["kind"], e["text"]) for e in j.get("events", [])]
+        return j["t_s"], j["rails"], j["gbps"], events, j.get("meta", {})
+    t, rows, events, meta, rails = [], [], [], {}, None
+    with open(path, newline="") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("# event,"):
+                _, ts, kind, text = line.split(",", 3)
+                events.append((float(ts), kind, text))
+            elif line.startswith("# meta,"):
+                _, key, value = line.split(",", 2)
+                meta[key] = value
+            elif line.startswith("#") or not line:
+                continue
+            elif rails is None:
+                header = next(csv.reader([line]))
+                if header[0] != "t_s" or header[-1] != "total":
+                    raise ValueError("not a rerail-perf timeline (header %r)" % header[:3])
+                rails = header[1:-1]
+            else:
+                vals = [float(v) for v in line.split(",")]
+                t.append(vals[0])
+                rows.append(vals[1:-1])
+    if rails is None:
+        raise ValueError("empty timeline")
+    return t, rails, rows, events, meta
+
+
+def window_mean(t, totals, lo, hi):
+    vals = [v for ts, v in zip(t, totals) if lo <= ts < hi]
+    return sum(vals) / len(vals) if vals else 0.0
+
+
+def summary(t, rows, events, meta):
+    totals = [sum(r) for r in rows]
+    active = [ts for ts, v in zip(t, totals) if v > 0]
+    if not active:
+        return "No traffic was recorded."
+    start, end = active[0], active[-1] + (t[1] - t[0] if len(t) > 1 else 0.1)
+    faults = [(ts, text) for ts, kind, text in events if kind == "fault"]
+    down = [ts for ts, text in faults if re.search(r"kind=(down|blackhole)", text)]
+    heal = [ts for ts, text in faults if "kind=heal" in text]
+    f0 = down[0] if down else None
+    h0 = next((ts for ts in heal if f0 is not None and ts > f0), None)
+    before = window_mean(t, totals, start, f0 if f0 is not None else end)
+    parts = ["Throughput before the fault: %.3f GB/s" % before]
+    if f0 is not None:
+        during = window_mean(t, totals, f0, h0 if h0 is not None else end)
+        parts.append("during (rail down from t=%.1f s%s): %.3f GB/s (%.0f %% of before)" % (
+            f0, " to %.1f s" % h0 if h0 is not None else "", during, 100.0 * during / before if before else 0))
+        if h0 is not None:
+            after = window_mean(t, totals, h0, end)
+            parts.append("after the heal: %.3f GB/s (%.0f %% of before)" % (after, 100.0 * after / before if before else 0))
+    # Longest stall: the longest run of bins with no bytes inside the active span.
+    bin_s = t[1] - t[0] if len(t) > 1 else 0.1
+    run = best = 0
+    best_at = None
+    for ts, v in zip(t, totals):
+        if ts < start or ts > end:
+            continue
+        run = run + 1 if v == 0 else 0
+        if run > best:
+            best, best_at = run, ts - (run - 1) * bin_s
+    stall = "longest stall: %.1f s%s" % (best * bin_s, " (from t=%.1f s)" % best_at if best else "")
+    resent = meta.get("resent_bytes")
+    if resent is None:
+        found = [int(a or b) for _, kind, text in events if kind == "plugin" for a, b in RESENT_RE.findall(text)]
+        resent = str(sum(found)) if found else None
+    failovers = sum(1 for _, kind, text in events if kind == "plugin" and FAILOVER_RE.search(text))
+    return "%s; %s; bytes re-sent: %s; plugin failover/failback events: %d." % (
+        ", ".join(parts), stall, resent if resent is not None else "n/a (the plugin reported none)", failovers)
+
+
+def plot(t, rails, rows, events, out, title):
+    fig, ax = plt.subplots(figsize=(11, 5), dpi=110)
+    for i, name in enumerate(rails):
+        ax.plot(t, [r[i] for r in rows], label=name, linewidth=1.2)
+    ax.plot(t, [sum(r) for r in rows], label="total", color="black", linewidth=1.8, alpha=0.7)
+    ymax = max([sum(r) for r in rows] + [1e-9])
+    seen = set()
+    for ts, kind, text in events:
+        if kind == "fault":
+            label = "fault" if "fault" not in seen else None
+            ax.axvline(ts, color="red", linestyle="--", linewidth=1.2, label=label)
+            short = re.sub(r"^at=[^,]*,", "", text.split(" (rc")[0])
+            ax.text(ts, ymax * 1.02, short, rotation=90, va="bottom", ha="right", fontsize=7, color="red")
+        elif FAILOVER_RE.search(text):
+            label = "plugin failover/failback" if "plugin" not in seen else None
+            ax.axvline(ts, color="darkorange", linestyle=":", linewidth=1.2, label=label)
+        else:
+            continue
+        seen.add(kind)
+    ax.set_xlabel("time since start (s)")
+    ax.set_ylabel("throughput (GB/s, sent)")
+    ax.set_ylim(0, ymax * 1.35)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right", fontsize=8, ncol=3)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("timeline", help="rerail-perf --timeline file (.csv or .json)")
+    ap.add_argument("-o", "--out", help="PNG to write (default: TIMELINE with .png)")
+    ap.add_argument("--title", default="rerail-perf: throughput per rail")
+    ap.add_argument("--summary", action="store_true", help="print the before/during/after paragraph")
+    args = ap.parse_args()
+    try:
+        t, rails, rows, events, meta = load(args.timeline)
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+        print("plot.py: cannot read %s: %s" % (args.timeline, e), file=sys.stderr)
+        return 2
+    out = args.out or re.sub(r"\.(csv|json)$", "", args.timeline) + ".png"
+    plot(t, rails, rows, events, out, args.title)
+    print("plot.py: wrote %s" % out)
+    if args.summary:
+        print(summary(t, rows, events, meta))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

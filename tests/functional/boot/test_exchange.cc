@@ -1,0 +1,275 @@
+// Functional tests: the rootless all-gather among threads and processes over real loopback sockets.
+// "Hosts" are distinct loopback addresses 127.77.x.y, so the plan spans several simulated hosts.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "rerail/boot/exchange.h"
+#include "rerail/log.h"
+
+namespace rr::boot {
+namespace {
+
+// A port base below the ephemeral range, varied by pid so parallel test runs rarely collide.
+int BasePort(int salt) { return 20000 + static_cast<int>((getpid() * 37 + salt * 1013) % 9000); }
+
+std::unique_ptr<Job> MakeJob(int nhosts, int rph, int salt, const std::string& job_id = "test") {
+  JobSpec s;
+  for (int h = 0; h < nhosts; ++h) s.hosts.push_back("127.77." + std::to_string(getpid() % 200) + "." + std::to_string(h + 1));
+  s.ranks_per_host = rph;
+  s.port_base = BasePort(salt);
+  s.port_span = 512;
+  s.job_id = job_id;
+  std::unique_ptr<Job> job;
+  Status st = Job::Create(s, &job);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return job;
+}
+
+std::string BlobOf(int rank) {
+  std::string b(24, '\0');
+  std::snprintf(&b[0], b.size(), "blob-of-rank-%06d", rank);
+  return b;
+}
+
+void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = nullptr,
+            ExchangeAlgorithm algo = ExchangeAlgorithm::kBruck) {
+  int n = job.nranks();
+  std::vector<std::thread> threads;
+  std::vector<Status> results(n);
+  std::vector<std::vector<std::string>> tables(n);
+  if (stats) stats->resize(n);
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      ExchangeOptions o;
+      o.group = group;
+      o.algorithm = algo;
+      o.rank = r;
+      o.blob = BlobOf(r);
+      o.timeout_ms = 30000;
+      ExchangeStats st;
+      results[r] = AllGather(job, o, &tables[r], &st);
+      if (stats) (*stats)[r] = st;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].ToString();
+    ASSERT_EQ(tables[r].size(), static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) ASSERT_EQ(tables[r][i], BlobOf(i)) << "rank " << r << " blob " << i;
+  }
+}
+
+class BootExchangeAlgo : public ::testing::TestWithParam<ExchangeAlgorithm> {};
+INSTANTIATE_TEST_SUITE_P(Algorithms, BootExchangeAlgo,
+                         ::testing::Values(ExchangeAlgorithm::kBruck, ExchangeAlgorithm::kRing),
+                         [](const auto& p) { return p.param == ExchangeAlgorithm::kBruck ? "Bruck" : "Ring"; });
+
+TEST_P(BootExchangeAlgo, AllGatherAnySize) {
+  int salt = GetParam() == ExchangeAlgorithm::kRing ? 100 : 0;
+  for (int n : {1, 2, 3, 5, 8, 13}) {
+    auto job = MakeJob(n >= 4 ? 4 : 1, (n + 3) / 4 * (n >= 4 ? 1 : 4), ++salt);
+    ASSERT_TRUE(job);
+    JobSpec s = job->spec();
+    s.nranks = n;
+    std::unique_ptr<Job> j;
+    ASSERT_TRUE(Job::Create(s, &j).ok());
+    RunAll(*j, 0, nullptr, GetParam());
+  }
+}
+
+TEST(BootExchange, LogarithmicConnectionsNoRoot) {
+  auto job = MakeJob(4, 8, 20);
+  std::vector<ExchangeStats> stats;
+  RunAll(*job, 3, &stats);
+  for (const auto& st : stats) {
+    EXPECT_EQ(st.steps, 5);
+    EXPECT_EQ(st.peers_out.size(), 5u);  // one pull per step; nobody talks to N-1 peers
+    EXPECT_LE(st.accepts, 5 + st.retries);
+  }
+}
+
+TEST(BootExchange, RingUsesOneConnectionEachWay) {
+  auto job = MakeJob(4, 8, 25);
+  std::vector<ExchangeStats> stats;
+  RunAll(*job, 0, &stats, ExchangeAlgorithm::kRing);
+  for (size_t r = 0; r < stats.size(); ++r) {
+    EXPECT_EQ(stats[r].connects, 1) << r;  // only the successor, once (refused attempts are not connections)
+    ASSERT_FALSE(stats[r].peers_out.empty());
+    EXPECT_EQ(stats[r].peers_out[0], static_cast<int>((r + 1) % stats.size()));
+  }
+}
+
+TEST(BootExchange, MixedAlgorithmsAreRejected) {
+  auto job = MakeJob(1, 2, 27);
+  log::SetCapture([](log::Level, const std::string&) {});
+  ExchangeOptions a;
+  a.rank = 0;
+  a.blob = "x";
+  a.timeout_ms = 400;
+  a.linger_ms = 1;
+  ExchangeOptions b = a;
+  b.rank = 1;
+  b.algorithm = ExchangeAlgorithm::kRing;
+  Status sa, sb;
+  std::vector<std::string> oa, ob;
+  std::thread t([&] { sa = AllGather(*job, a, &oa); });
+  sb = AllGather(*job, b, &ob);
+  t.join();
+  log::SetCapture(nullptr);
+  EXPECT_FALSE(sa.ok());
+  EXPECT_FALSE(sb.ok());
+}
+
+TEST(BootExchange, ConsecutiveGroupsDoNotCollide) {
+  auto job = MakeJob(2, 4, 30);
+  RunAll(*job, 0);
+  RunAll(*job, 1);
+  RunAll(*job, 2);
+}
+
+TEST(BootExchange, StrangerWithWrongMagicIsRejected) {
+  auto job = MakeJob(1, 2, 40, "job-A");
+  auto other = MakeJob(1, 2, 40, "job-B");  // same hosts and ports, another job id
+  std::vector<std::string> warns;
+  log::SetCapture([&](log::Level l, const std::string& line) {
+    if (l == log::Level::kWarn) warns.push_back(line);
+  });
+  ExchangeOptions o;
+  o.rank = 1;
+  o.blob = BlobOf(1);
+  o.timeout_ms = 5000;
+  o.linger_ms = 1;
+  std::unique_ptr<Exchange> server;
+  ASSERT_TRUE(Exchange::Start(*job, o, &server).ok());  // rank 1 of job A listens
+  ExchangeOptions s;
+  s.rank = 0;
+  s.blob = BlobOf(0);
+  s.timeout_ms = 400;
+  s.linger_ms = 1;
+  std::vector<std::string> out;
+  Status st = AllGather(*other, s, &out);  // rank 0 of job B pulls from job A's rank 1
+  log::SetCapture(nullptr);
+  EXPECT_EQ(st.code(), Code::kRemoteError);
+  EXPECT_NE(st.message().find("another job or group holds the planned port"), std::string::npos) << st.message();
+  ASSERT_FALSE(warns.empty());
+  EXPECT_NE(warns[0].find("rejected a stranger"), std::string::npos) << warns[0];
+  EXPECT_GE(server->Stats().strangers, 1);
+  server->Close();
+}
+
+TEST(BootExchange, MismatchedBlobSizeIsRejected) {
+  auto job = MakeJob(1, 2, 50);
+  log::SetCapture([](log::Level, const std::string&) {});
+  ExchangeOptions a;
+  a.rank = 1;
+  a.blob = "short";
+  a.timeout_ms = 400;
+  a.linger_ms = 1;
+  ExchangeOptions b = a;
+  b.rank = 0;
+  b.blob = "a longer blob";
+  Status sa, sb;
+  std::vector<std::string> oa, ob;
+  std::thread t([&] { sa = AllGather(*job, a, &oa); });
+  sb = AllGather(*job, b, &ob);
+  t.join();
+  log::SetCapture(nullptr);
+  EXPECT_FALSE(sa.ok());
+  EXPECT_FALSE(sb.ok());
+  EXPECT_NE(sb.message().find("mismatch"), std::string::npos) << sb.message();
+}
+
+TEST(BootExchange, TimeoutNamesTheMissingPeer) {
+  auto job = MakeJob(2, 1, 60);
+  ExchangeOptions o;
+  o.rank = 0;
+  o.blob = "x";
+  o.timeout_ms = 300;
+  o.linger_ms = 1;
+  std::vector<std::string> out;
+  Status st = AllGather(*job, o, &out);
+  EXPECT_EQ(st.code(), Code::kRemoteError);
+  EXPECT_NE(st.message().find("waiting for rank 1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("Connection refused"), std::string::npos) << st.message();
+}
+
+TEST(BootExchange, BadArgumentsAndBusyPort) {
+  auto job = MakeJob(1, 2, 70);
+  std::unique_ptr<Exchange> ex, ex2;
+  ExchangeOptions o;
+  o.rank = 5;
+  o.blob = "x";
+  EXPECT_EQ(Exchange::Start(*job, o, &ex).code(), Code::kInvalidArgument);
+  o.rank = 0;
+  o.blob.clear();
+  EXPECT_EQ(Exchange::Start(*job, o, &ex).code(), Code::kInvalidArgument);
+  o.blob = "x";
+  o.linger_ms = 1;
+  ASSERT_TRUE(Exchange::Start(*job, o, &ex).ok());
+  Status st = Exchange::Start(*job, o, &ex2);
+  EXPECT_EQ(st.code(), Code::kSystemError);
+  EXPECT_NE(st.message().find("holds it"), std::string::npos) << st.message();
+}
+
+// A rank crashes (process exit) mid-exchange and a new process re-joins the same group. Bruck always
+// takes log2(N) pulls, so the victim dies after its second; a ring pull may bring everything the
+// successor already has, so there it dies right after its first (before it says bye to anyone).
+TEST_P(BootExchangeAlgo, RankRestartMidExchangeRejoinsSameGroup) {
+  auto job = MakeJob(4, 4, GetParam() == ExchangeAlgorithm::kRing ? 90 : 80);
+  const int victim = 6;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ExchangeOptions o;
+    o.algorithm = GetParam();
+    o.rank = victim;
+    o.blob = BlobOf(victim);
+    o.timeout_ms = 20000;
+    const int die_at = GetParam() == ExchangeAlgorithm::kBruck ? 1 : 0;
+    o.on_step = [die_at](int step) {
+      if (step == die_at) _exit(42);  // crash mid-exchange: sockets die with the process
+    };
+    std::unique_ptr<Exchange> ex;
+    if (!Exchange::Start(*job, o, &ex).ok()) _exit(1);
+    std::vector<std::string> out;
+    (void)ex->Wait(&out);
+    _exit(2);
+  }
+  int n = job->nranks();
+  std::vector<std::thread> threads;
+  std::vector<Status> results(n);
+  std::vector<std::vector<std::string>> tables(n);
+  for (int r = 0; r < n; ++r) {
+    if (r == victim) continue;
+    threads.emplace_back([&, r] {
+      ExchangeOptions o;
+      o.algorithm = GetParam();
+      o.rank = r;
+      o.blob = BlobOf(r);
+      o.timeout_ms = 20000;
+      results[r] = AllGather(*job, o, &tables[r]);
+    });
+  }
+  int wst = 0;
+  EXPECT_EQ(waitpid(pid, &wst, 0), pid);
+  EXPECT_TRUE(WIFEXITED(wst) && WEXITSTATUS(wst) == 42) << "the victim did not die mid-exchange: " << wst;
+  ExchangeOptions o;  // the restarted incarnation
+  o.algorithm = GetParam();
+  o.rank = victim;
+  o.blob = BlobOf(victim);
+  o.timeout_ms = 20000;
+  o.linger_ms = 2000;  // its pullers may have said bye to the dead incarnation
+  results[victim] = AllGather(*job, o, &tables[victim]);
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].ToString();
+    for (int i = 0; i < n; ++i) ASSERT_EQ(tables[r][i], BlobOf(i));
+  }
+}
+
+}  // namespace
+}  // namespace rr::boot

@@ -1,0 +1,80 @@
+// Conformance suite helpers (test side): a connected pair of endpoints — the plugin loaded in this
+// process and again in a peer process — plus the bounds every test runs under.
+//
+// Each gtest case runs in its own process (gtest_discover_tests), so plugin state never leaks between
+// cases. main() (conformance_main.cc) pins the environment both processes use: loopback only
+// (RERAIL_TCP_IFNAME=lo) and short give-up/connect bounds so failure tests finish quickly.
+//
+// Contract
+//   * Pair::Open spawns the peer and opens both endpoints; the destructor kills and reaps the peer.
+//   * Wire(n_out, n_in) connects n_out comms from here to the peer and n_in from the peer to here
+//     (comm indices = creation order on both sides, so plan comm i is the same connection on both).
+//   * Run(plan) runs `plan` here and plan.Mirror() in the peer at the same time; returns the first
+//     error of either side (the peer's error text is prefixed "peer:").
+//   * Watchdog: an alarm that ends the process with a message if a case runs past its bound.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "peer.h"
+#include "plan.h"
+#include "proxy_driver.h"
+
+namespace conf {
+
+namespace nb = rr::netbench;
+
+const std::string& PluginPath();
+const std::string& PeerExe();
+
+// Bounds, matching the environment main() sets (RERAIL_GIVEUP_MS, RERAIL_CONNECT_TIMEOUT_MS).
+constexpr uint64_t kGiveupMs = 2000;
+constexpr uint64_t kConnectTimeoutMs = 3000;
+// Upper bound for "an error must come": the plugin's own bound plus scheduling slack on a loaded host.
+constexpr uint64_t kErrorBoundMs = kGiveupMs + kConnectTimeoutMs + 10000;
+
+// Ends the process (with a message naming the case) when a case runs past `seconds`.
+void ArmWatchdog(unsigned seconds);
+
+class Pair {
+ public:
+  rr::Status Open(const std::vector<std::string>& peer_env = {});
+  rr::Status Wire(int n_out, int n_in);
+  rr::Status Run(const nb::Plan& plan, nb::PlanResult* result = nullptr);
+  // Closes every comm on both sides.
+  rr::Status CloseAll();
+
+  nb::Endpoint& ep() { return *ep_; }
+  nb::PeerClient& peer() { return peer_; }
+  std::vector<void*>& send_comms() { return send_; }
+  std::vector<void*>& recv_comms() { return recv_; }
+
+ private:
+  std::unique_ptr<nb::Endpoint> ep_;
+  nb::PeerClient peer_;
+  std::vector<void*> send_, recv_;
+};
+
+// Local TCP ports in LISTEN state owned by sockets among this process's descriptors.
+struct ListenPort {
+  int port;
+  bool v6;
+};
+std::vector<ListenPort> ListeningPorts();
+// Socket inodes currently open in this process.
+std::vector<unsigned long> SocketInodes();
+
+}  // namespace conf
+
+// ASSERT_OK(status_expr) << "more context";
+#define ASSERT_OK(expr)                                      \
+  switch (0)                                                 \
+  case 0:                                                    \
+  default:                                                   \
+    if (::rr::Status conf_s_ = (expr); conf_s_.ok()) {       \
+    } else                                                   \
+      FAIL() << #expr << " -> " << conf_s_.ToString() << " "

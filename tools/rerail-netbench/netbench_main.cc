@@ -1,0 +1,147 @@
+// rerail-netbench — loopback throughput and latency of a net plugin between two processes.
+//
+// The process spawns a copy of itself as the peer (--peer, commanded over a socketpair), both load the
+// plugin, and they connect one send and one recv comm each way exactly as NCCL's proxy would. Then:
+//   * throughput: --iters messages of --size bytes, --window outstanding (NCCL_STEPS = 8), one way;
+//   * latency: --lat-iters ping-pong round trips of --lat-size bytes.
+// Output: a human line per figure and, last, one machine-readable line:
+//   RESULT bw_GBps=<x> lat_us=<half round trip, as sockperf reports> rtt_us=<y>
+// The plugin's knobs (RERAIL_TCP_STREAMS, ...) come from the environment both processes inherit.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <thread>
+
+#include "oob.h"
+#include "peer.h"
+#include "plan.h"
+#include "proxy_driver.h"
+
+using nlohmann::json;
+using rr::Status;
+namespace nb = rr::netbench;
+
+namespace {
+
+struct Options {
+  std::string plugin = RERAIL_NET_PLUGIN_PATH;
+  uint64_t size = 64ull << 20;
+  uint64_t iters = 48;
+  int window = 8;
+  uint64_t lat_size = 8;
+  uint64_t lat_iters = 20000;
+  bool bw = true, lat = true;
+  bool verbose = false;
+};
+
+int Die(const char* what, const Status& s) {
+  std::fprintf(stderr, "rerail-netbench: %s: %s\n", what, s.ToString().c_str());
+  for (const auto& l : nb::LogCapture::Take())
+    if (l.level == 2) std::fprintf(stderr, "  plugin WARN: %s\n", l.text.c_str());
+  return 1;
+}
+
+// One send and one recv comm in each direction between this process and the peer.
+Status Wire(nb::Endpoint& ep, nb::PeerClient& peer, void** send_comm, void** recv_comm) {
+  json r;
+  nb::Handle h;
+  void* lc = nullptr;
+  RR_CHECK(ep.Listen(&h, &lc));
+  RR_CHECK(peer.Send({{"cmd", "connect"}, {"handles", {nb::ToHex(h)}}}));
+  RR_CHECK(ep.Accept(lc, recv_comm, 30000));
+  RR_CHECK(peer.Reply(&r, 30000));
+  RR_CHECK(peer.Call({{"cmd", "listen"}, {"n", 1}}, &r, 30000));
+  nb::Handle ph;
+  if (!nb::FromHex(r.at("handles").at(0).get<std::string>(), &ph)) return Status::Internal("bad handle from peer");
+  RR_CHECK(ep.Connect(ph, send_comm, 30000));
+  return peer.Reply(&r, 30000);
+}
+
+Status Bandwidth(nb::Endpoint& ep, nb::PeerClient& peer, void* sc, const Options& o, double* gbps) {
+  nb::Plan p;
+  p.dir = "send", p.sizes = {o.size}, p.window = o.window, p.verify = false, p.timeout_ms = 300000;
+  for (uint64_t n : {uint64_t{4}, o.iters}) {  // a short warm-up run, then the measured one
+    p.nmsgs = n;
+    json r;
+    RR_CHECK(peer.Send({{"cmd", "run"}, {"plan", p.Mirror().ToJson()}}));
+    nb::PlanResult res;
+    Status s = nb::RunPlan(ep.net(), p, {sc}, {}, &res);
+    Status pr = peer.Reply(&r, 300000);
+    RR_CHECK(s);
+    RR_CHECK(pr);
+    *gbps = static_cast<double>(res.bytes_sent) / res.seconds * 1e-9;
+  }
+  return Status::Ok();
+}
+
+int Main(const Options& o) {
+  nb::LogCapture::SetEcho(o.verbose);
+  nb::PeerClient peer;
+  json r;
+  Status s = peer.Spawn("/proc/self/exe", {"--peer"}, {});
+  if (s.ok()) s = peer.Call({{"cmd", "open"}, {"plugin", o.plugin}, {"dev", 0}}, &r, 30000);
+  if (!s.ok()) return Die("peer", s);
+  std::unique_ptr<nb::Endpoint> ep;
+  s = nb::Endpoint::Open(o.plugin, 0, &ep);
+  if (!s.ok()) return Die("open plugin", s);
+  rrNcclNetProperties_v12_t props;
+  (void)ep->net().GetProperties(0, &props);
+  std::printf("# plugin %s (ABI v%d), device 0 = %s\n", ep->net().Path().c_str(), ep->net().Version(),
+              props.name ? props.name : "?");
+  void *sc = nullptr, *rc = nullptr;
+  s = Wire(*ep, peer, &sc, &rc);
+  if (!s.ok()) return Die("connect", s);
+  double gbps = 0, rtt = 0;
+  if (o.bw) {
+    s = Bandwidth(*ep, peer, sc, o, &gbps);
+    if (!s.ok()) return Die("throughput", s);
+    std::printf("throughput: %llu x %llu B, window %d: %.3f GB/s\n", static_cast<unsigned long long>(o.iters),
+                static_cast<unsigned long long>(o.size), o.window, gbps);
+  }
+  if (o.lat) {
+    uint64_t warm = o.lat_iters / 10 + 1;
+    s = peer.Send({{"cmd", "pingpong"}, {"size", o.lat_size}, {"warmup", warm}, {"iters", o.lat_iters},
+                   {"initiator", false}});
+    if (s.ok()) s = nb::PingPong(ep->net(), sc, rc, o.lat_size, warm, o.lat_iters, true, 120000, &rtt);
+    Status pr = peer.Reply(&r, 120000);
+    if (s.ok()) s = pr;
+    if (!s.ok()) return Die("latency", s);
+    std::printf("latency: %llu B ping-pong, %llu round trips: rtt %.2f us, one-way %.2f us\n",
+                static_cast<unsigned long long>(o.lat_size), static_cast<unsigned long long>(o.lat_iters), rtt,
+                rtt / 2);
+  }
+  (void)peer.Call({{"cmd", "close"}}, &r, 30000);
+  (void)ep->net().CloseSend(sc);
+  (void)ep->net().CloseRecv(rc);
+  (void)peer.Call({{"cmd", "finalize"}}, &r, 30000);
+  (void)peer.Call({{"cmd", "exit"}}, &r, 10000);
+  peer.peer().Wait(10000);
+  std::printf("RESULT bw_GBps=%.4f lat_us=%.3f rtt_us=%.3f\n", gbps, rtt / 2, rtt);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rerail-netbench: two-process loopback throughput/latency of an NCCL net plugin"};
+  Options o;
+  bool peer_mode = false;
+  std::string only;
+  app.add_option("--plugin", o.plugin, "net plugin: path or NCCL_NET_PLUGIN-style name");
+  app.add_option("--size", o.size, "bytes per throughput message")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  app.add_option("--iters", o.iters, "throughput messages")->check(CLI::Range(1, 100000));
+  app.add_option("--window", o.window, "outstanding requests per comm")->check(CLI::Range(1, 32));
+  app.add_option("--lat-size", o.lat_size, "bytes per ping-pong message")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--lat-iters", o.lat_iters, "ping-pong round trips")->check(CLI::Range(1, 10000000));
+  app.add_option("--only", only, "run only 'bw' or 'lat'")->check(CLI::IsMember({"bw", "lat"}));
+  app.add_flag("-v,--verbose", o.verbose, "echo the plugin's log lines");
+  app.add_flag("--peer", peer_mode, "internal: run as the commanded peer on fd 3");
+  CLI11_PARSE(app, argc, argv);
+  if (peer_mode) {
+    nb::Oob oob(3);
+    return nb::RunPeer(oob);
+  }
+  if (only == "bw") o.lat = false;
+  if (only == "lat") o.bw = false;
+  return Main(o);
+}

@@ -1,0 +1,235 @@
+#include "rank.h"
+
+#include <unistd.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "board_source.h"
+#include "comm.h"
+#include "engine.h"
+#include "oob.h"
+#include "report.h"
+#include "rerail/clock.h"
+#include "rerail/log.h"
+#include "timeline.h"
+#include "verify.h"
+
+namespace rr::perf {
+namespace {
+
+constexpr int kSetupTimeoutMs = 60000;
+constexpr uint64_t kProgressEveryNs = 5000000000ull;
+
+class RankRunner {
+ public:
+  explicit RankRunner(const Options& o) : o_(o), report_(stdout) {}
+  Status Setup();
+  Status RunColl(Coll c);
+  Status Finish();
+  bool AnyWrong() const { return report_.TotalWrong() > 0; }
+
+ private:
+  std::vector<size_t> Sizes() const;
+  Status RunSize(Coll c, size_t size, Row* row);
+  Status TimeIt(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, Cell* cell);
+  Status Check(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, Cell* cell);
+  void Buffers(const Plan& plan, char** in, char** out);
+  void MaybeProgress(const Plan& plan, int iter);
+
+  const Options& o_;
+  Report report_;
+  std::unique_ptr<Oob> oob_;
+  std::unique_ptr<Comm> comm_;
+  std::unique_ptr<Timeline> timeline_;
+  std::unique_ptr<Engine> engine_;
+  BoardSource board_;
+  std::vector<float> buf_a_, buf_b_;  // float storage keeps 4-byte alignment for both types
+  Deadline deadline_;
+  uint64_t last_progress_ns_ = 0, start_ns_ = 0;
+  uint32_t seed_ = 1;
+};
+
+std::vector<size_t> RankRunner::Sizes() const {
+  std::vector<size_t> s;
+  for (uint64_t b = o_.min_bytes; b <= o_.max_bytes;) {
+    s.push_back(b);
+    uint64_t next = o_.step_bytes ? b + o_.step_bytes : static_cast<uint64_t>(b * o_.step_factor);
+    if (next <= b) next = b + 1;
+    b = next;
+  }
+  return s;
+}
+
+Status RankRunner::Setup() {
+  _mm_setcsr(_mm_getcsr() | 0x8040);  // flush denormals: timed runs reduce unverified data
+  Comm::SetLogRank(o_.rank);
+  start_ns_ = NowNs();
+  deadline_ = Deadline::AfterMs(static_cast<uint64_t>(o_.timeout_s) * 1000);
+  RR_CHECK(MakeSocketOob(o_.rendezvous, o_.rank, o_.nranks, kSetupTimeoutMs, &oob_));
+  std::vector<ConnKey> keys;
+  for (Coll c : o_.colls)
+    for (const ConnKey& k : ConnsFor(c, o_.nranks, o_.rank, o_.channels))
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  RR_CHECK(Comm::Setup(o_.plugin, oob_.get(), keys, o_.channels, kSetupTimeoutMs, &comm_));
+  // Per-rail bytes from the plugin's board when it publishes one, else per NCCL device.
+  board_.Discover();
+  timeline_ = std::make_unique<Timeline>(o_.t0_ns ? o_.t0_ns : start_ns_,
+                                         board_.Active() ? std::vector<std::string>{} : comm_->dev_names());
+  Timeline* tl = timeline_.get();
+  BoardSource* board = &board_;
+  engine_ = std::make_unique<Engine>(
+      comm_.get(), o_.dtype, [tl](int dev, size_t b) { tl->Add(dev, b, NowNs()); },
+      [tl, board] { board->Sample(NowNs(), tl); });
+  return Status::Ok();
+}
+
+void RankRunner::Buffers(const Plan& plan, char** in, char** out) {
+  size_t need = std::max(plan.in_bytes, plan.out_bytes) / sizeof(float) + 1;
+  if (buf_a_.size() < need) buf_a_.resize(need), buf_b_.resize(need);
+  char* a = reinterpret_cast<char*>(buf_a_.data());
+  char* b = reinterpret_cast<char*>(buf_b_.data());
+  if (plan.in_place) *in = a + plan.in_offset, *out = a + plan.out_offset;
+  else *in = a, *out = b;
+}
+
+void RankRunner::MaybeProgress(const Plan& plan, int iter) {
+  if (o_.rank != 0 || o_.quiet_progress) return;
+  uint64_t now = NowNs();
+  if (last_progress_ns_ == 0) last_progress_ns_ = start_ns_;
+  if (now - last_progress_ns_ < kProgressEveryNs) return;
+  last_progress_ns_ = now;
+  fprintf(stderr, "# progress: %s %zu B %s iteration %d/%d, %.0f s elapsed\n", CollName(plan.coll), plan.size_bytes,
+          plan.in_place ? "in-place" : "out-of-place", iter, o_.iters, (now - start_ns_) * 1e-9);
+}
+
+Status RankRunner::TimeIt(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, Cell* cell) {
+  VerifyArgs va{plan.coll, o_.dtype, o_.nranks, o_.rank, o_.root, plan.count, 0};
+  FillInput(va, in, plan.in_bytes);
+  RR_CHECK(oob_->Barrier());
+  uint64_t t = NowNs();
+  for (int i = 0; i < o_.iters; ++i) {
+    RR_CHECK(engine_->Run(plan, conns, in, out, deadline_));
+    MaybeProgress(plan, i + 1);
+  }
+  double us = (NowNs() - t) / 1e3 / o_.iters;
+  std::vector<double> all;
+  RR_CHECK(oob_->AllGatherDouble(us, &all));
+  double sum = 0;
+  for (double v : all) sum += v;
+  cell->time_us = sum / all.size();
+  cell->algbw = cell->time_us > 0 ? plan.size_bytes / (cell->time_us * 1e3) : 0;
+  cell->busbw = cell->algbw * BusBwFactor(plan.coll, o_.nranks);
+  return Status::Ok();
+}
+
+Status RankRunner::Check(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, Cell* cell) {
+  if (o_.check == 0) return Status::Ok();
+  uint64_t wrong = 0;
+  for (int c = 0; c < o_.check; ++c) {
+    VerifyArgs va{plan.coll, o_.dtype, o_.nranks, o_.rank, o_.root, plan.count, ++seed_};
+    Poison(va, out, plan.out_bytes);
+    FillInput(va, in, plan.in_bytes);
+    RR_CHECK(oob_->Barrier());
+    RR_CHECK(engine_->Run(plan, conns, in, out, deadline_));
+    wrong += CountWrong(va, out, plan.out_bytes);
+  }
+  uint64_t total = 0;
+  RR_CHECK(oob_->SumU64(wrong, &total));
+  cell->wrong = static_cast<int64_t>(total);
+  return Status::Ok();
+}
+
+Status RankRunner::RunSize(Coll c, size_t size, Row* row) {
+  for (int p = 0; p < 2; ++p) {
+    Plan plan = BuildPlan({c, size, TypeSize(o_.dtype), o_.nranks, o_.rank, o_.channels, o_.root, p == 1});
+    std::vector<Conn*> conns;
+    RR_CHECK(engine_->Bind(plan, &conns));
+    char *in, *out;
+    Buffers(plan, &in, &out);
+    RR_CHECK(TimeIt(plan, conns, in, out, &row->cell[p]));
+    RR_CHECK(Check(plan, conns, in, out, &row->cell[p]));
+    row->size = plan.size_bytes, row->count = plan.count;
+  }
+  row->coll = c, row->dtype = o_.dtype, row->root = c == Coll::kBroadcast ? o_.root : -1;
+  return Status::Ok();
+}
+
+Status RankRunner::RunColl(Coll c) {
+  std::vector<std::string> lines;
+  char host[64] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string me = "Rank " + std::to_string(o_.rank) + " Pid " + std::to_string(getpid()) + " on " + host;
+  RR_CHECK(oob_->AllGather(me, &lines));
+  if (o_.rank == 0) {
+    std::string devs;
+    for (const std::string& d : comm_->dev_names()) devs += (devs.empty() ? "" : ", ") + d;
+    std::string desc = "plugin " + std::string(comm_->net()->Name()) + " (ncclNetPlugin_v" +
+                       std::to_string(comm_->net()->Version()) + ") from " + comm_->net()->Path() + "; devices: " +
+                       devs + "; channel c uses device c mod " + std::to_string(comm_->ndev());
+    report_.Preamble(o_, c, desc, lines);
+  }
+  // Warm-up at the largest size (connections, plugin buffers), as nccl-tests does.
+  if (o_.warmup > 0) {
+    Plan plan = BuildPlan({c, o_.max_bytes, TypeSize(o_.dtype), o_.nranks, o_.rank, o_.channels, o_.root, false});
+    std::vector<Conn*> conns;
+    RR_CHECK(engine_->Bind(plan, &conns));
+    char *in, *out;
+    Buffers(plan, &in, &out);
+    for (int i = 0; i < o_.warmup; ++i) RR_CHECK(engine_->Run(plan, conns, in, out, deadline_));
+  }
+  if (o_.rank == 0) report_.Header();
+  for (size_t size : Sizes()) {
+    Row row;
+    RR_CHECK(RunSize(c, size, &row));
+    if (o_.rank == 0) report_.Add(row);
+  }
+  if (o_.rank == 0) report_.Footer();
+  return Status::Ok();
+}
+
+Status RankRunner::Finish() {
+  if (board_.Active()) {
+    board_.Sample(NowNs(), timeline_.get(), /*force=*/true);
+    timeline_->AddMeta("resent_bytes", board_.ResentBytes());
+  }
+  for (const PluginWarning& w : Comm::PluginWarnings())
+    timeline_->AddEvent({(static_cast<double>(w.t_ns) - timeline_->t0_ns()) * 1e-9, "plugin",
+                         "rank " + std::to_string(o_.rank) + ": " + w.text});
+  std::vector<std::string> blobs;
+  RR_CHECK(oob_->AllGather(timeline_->Serialize(), &blobs));
+  if (o_.rank != 0) return Status::Ok();
+  Timeline merged(timeline_->t0_ns(), {});
+  for (const std::string& b : blobs) RR_CHECK(merged.Merge(b));
+  if (!o_.events_path.empty())
+    for (TimelineEvent& e : ReadFaultEvents(o_.events_path)) merged.AddEvent(std::move(e));
+  if (!o_.timeline_path.empty()) RR_CHECK(merged.Write(o_.timeline_path));
+  if (!o_.json_path.empty()) {
+    std::ofstream f(o_.json_path);
+    nlohmann::json j{{"tool", "rerail-perf"}, {"nranks", o_.nranks}, {"channels", o_.channels},
+                     {"plugin", comm_->net()->Path()}, {"results", report_.Json()},
+                     {"out_of_bounds", report_.TotalWrong()}};
+    f << j.dump(1) << "\n";
+    if (!f) return Status::InvalidUsage("-J: cannot write '" + o_.json_path + "'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RankMain(const Options& o) {
+  RankRunner r(o);
+  Status s = r.Setup();
+  for (size_t i = 0; s.ok() && i < o.colls.size(); ++i) s = r.RunColl(o.colls[i]);
+  if (s.ok()) s = r.Finish();
+  if (!s.ok()) {
+    RR_WARN("rerail-perf rank %d: %s", o.rank, s.ToString().c_str());
+    return 2;
+  }
+  return r.AnyWrong() ? 1 : 0;
+}
+
+}  // namespace rr::perf

@@ -1,0 +1,70 @@
+// rerail-perf — per-100 ms throughput per rail (--timeline FILE) and the run's events.
+//
+// Contract
+//   * Each rank counts the bytes of every completed send per NCCL device (= rail: channel c uses
+//     device c mod ndev) in 100 ms bins since the common start time t0 (CLOCK_MONOTONIC, shared by
+//     every process on the host, namespaces included) — or, when the plugin publishes per-rail
+//     counters (board_source.h), the bytes each physical rail really carried (AddNamed).
+//   * Serialize()/Merge() move a rank's counts to rank 0, which sums them (by rail name) and writes
+//     the file: ".json" → {"bin_s", "rails", "t_s", "gbps" [bin][rail], "events", "meta"}; anything
+//     else → CSV with a header row `t_s,<rail>...,total` (GB/s = 1e9 B/s, nccl-tests units), one
+//     `# event,t_s,kind,text` line per event and one `# meta,key,value` line per summed counter
+//     (e.g. resent_bytes from the plugin's board).
+//   * Events: faults the launcher injected ("fault") and WARN lines the plugin logged ("plugin",
+//     e.g. failover / failback); scripts/plot.py draws them as markers.
+//   * Add() is cheap (no allocation except when a new bin starts); not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rerail/status.h"
+
+namespace rr::perf {
+
+struct TimelineEvent {
+  double t_s;
+  std::string kind;  // "fault" or "plugin"
+  std::string text;
+};
+
+class Timeline {
+ public:
+  static constexpr uint64_t kBinNs = 100000000ull;  // 100 ms
+
+  // dev_names: the NCCL devices counted by Add(); empty when the counts come from AddNamed() only.
+  Timeline(uint64_t t0_ns, std::vector<std::string> dev_names);
+
+  void Add(int dev, size_t bytes, uint64_t now_ns);
+  void AddNamed(const std::string& rail, uint64_t bytes, uint64_t now_ns);
+  void AddMeta(const std::string& key, uint64_t v) { meta_[key] += v; }
+  uint64_t t0_ns() const { return t0_ns_; }
+  void AddEvent(TimelineEvent e) { events_.push_back(std::move(e)); }
+
+  std::string Serialize() const;
+  Status Merge(const std::string& blob);  // adds another rank's counts and events
+
+  // Total bytes in [from_s, to_s) over all rails and the longest run of empty bins inside the
+  // active span (the "longest stall", in seconds); used by the demo summary.
+  double GBps(double from_s, double to_s) const;
+  double LongestStallS() const;
+
+  Status Write(const std::string& path) const;
+
+ private:
+  size_t Index(const std::string& rail);
+
+  uint64_t t0_ns_;
+  std::vector<std::string> devs_;             // device index -> rail name (Add)
+  std::vector<std::string> names_;            // rail names, one per row of bytes_
+  std::vector<std::vector<uint64_t>> bytes_;  // [rail][bin]
+  std::map<std::string, uint64_t> meta_;
+  std::vector<TimelineEvent> events_;
+};
+
+// Reads the launcher's fault log ("t_s<TAB>text" lines) into events.
+std::vector<TimelineEvent> ReadFaultEvents(const std::string& path);
+
+}  // namespace rr::perf
