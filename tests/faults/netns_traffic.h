@@ -227,6 +227,7 @@ class TcpStream {
 
  private:
   void Fail(const std::string& e) {
+    if (stop_) return;  // tearing down: one side's close resets the other; not a fault result
     std::lock_guard<std::mutex> l(mu_);
     if (err_.empty()) err_ = e;
   }
