@@ -173,6 +173,8 @@ TEST_F(RailsMidstream, LinkDownReachesTheBoardAndRerailTop) {
   j = top();
   EXPECT_EQ(j[1]["state"], "healthy");
   EXPECT_EQ(j[1]["transitions"], 3);
+  EXPECT_EQ(j[1]["failbacks"], 1);
+  EXPECT_EQ(j[0]["failbacks"], 0);
   mon->Stop();
   rr::log::SetCapture(nullptr);
   rr::log::SetLogger(nullptr);

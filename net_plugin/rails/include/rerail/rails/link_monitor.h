@@ -60,6 +60,7 @@ class LinkMonitor {
   struct Options {
     std::vector<std::string> ifnames;  // empty: every interface
     std::string netns_path;            // empty: this thread's network namespace
+    int rcvbuf_bytes = 1 << 20;        // netlink socket receive buffer (tests shrink it to force overflow)
   };
   using Callback = std::function<void(const LinkEvent&)>;
 
