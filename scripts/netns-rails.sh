@@ -22,7 +22,9 @@ BH_TAG="rerail-blackhole"
 usage() {
   cat <<EOF
 usage: $(basename "$0") COMMAND [ARGS]
-  up H K            create H hosts joined by K rails (idempotent; rebuilds a partial topology)
+  up H K            create H hosts joined by K rails. Idempotent: a complete topology of that shape
+                    is kept as it is (faults included; use heal); a partial one (crash, manual
+                    deletion) or one of another shape is removed and rebuilt
   down              remove every namespace of prefix '$P' (safe to run twice or after a crash)
   fail H R [MODE]   take host H's rail R down; MODE carrier (default: switch port down, the host
                     sees carrier loss like a pulled cable) or admin (the host's own NIC set down)
@@ -135,10 +137,13 @@ cmd_up() {
     echo "netns-rails: $P already up: $H hosts x $K rails"
   else
     cmd_down
+    # Interrupted half-way: leave nothing behind.
+    trap 'cmd_down; echo "netns-rails: interrupted; removed $P" >&2; exit 130' INT TERM
     if ! build "$H" "$K"; then
       cmd_down
       die "building the topology failed (see the message above); nothing left behind"
     fi
+    trap - INT TERM
     echo "netns-rails: $P up: $H hosts x $K rails"
   fi
   echo "namespaces: $(for ((h = 0; h < H; h++)); do printf '%s ' "$(host_ns "$h")"; done)switch $SW"
