@@ -105,6 +105,9 @@ TEST_F(BoardTest, BadArgumentsAreErrorsNotCrashes) {
   EXPECT_FALSE(w);
 
   auto ok = Make();
+  std::unique_ptr<BoardWriter> twin;
+  EXPECT_EQ(BoardWriter::Create("net", &twin, dir_).code(), rr::Code::kInvalidUsage);  // same tag twice
+  EXPECT_EQ(access(ok->path().c_str(), F_OK), 0);  // the first board is untouched
   int idx = -1;
   for (uint32_t i = 0; i < kBoardMaxRails; ++i) ASSERT_TRUE(ok->AddRail("r" + std::to_string(i), &idx).ok());
   EXPECT_EQ(ok->AddRail("one-too-many", &idx).code(), rr::Code::kInvalidUsage);
