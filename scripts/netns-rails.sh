@@ -11,6 +11,12 @@
 # Addresses exist only inside these namespaces; nothing is added to the caller's namespace.
 #
 # Env: RERAIL_NETNS_PREFIX (default rrnet) names everything, so parallel users never collide.
+#
+# Example (2 hosts x 2 rails, rail 0 of host 1 pulled after 1 s and plugged back at 3 s):
+#   RERAIL_NETNS_PREFIX=demo scripts/netns-rails.sh up 2 2
+#   RERAIL_TCP_IFNAME=rail build/tools/rerail-perf/rerail-perf sendrecv -N 2 --hosts 2 \
+#       --netns-prefix demo --fault at=1s,host=1,rail=0,kind=down --fault at=3s,host=1,rail=0,kind=heal
+#   RERAIL_NETNS_PREFIX=demo scripts/netns-rails.sh down
 set -uo pipefail
 
 P=${RERAIL_NETNS_PREFIX:-rrnet}
