@@ -115,7 +115,11 @@ uint64_t rerailJobMagic(const rerailJob* job, uint64_t group) {
   return job && job->job ? job->job->Magic(group) : 0;
 }
 
-rerailResult_t rerailUniqueId(const rerailJob* job, uint64_t group, int flags, rerailUniqueId_t* id) {
+rerailResult_t rerailUniqueId(const rerailJob* job, uint64_t group, rerailUniqueId_t* id) {
+  return rerailUniqueIdEx(job, group, RERAIL_ID_NCCL_MAGIC, id);
+}
+
+rerailResult_t rerailUniqueIdEx(const rerailJob* job, uint64_t group, int flags, rerailUniqueId_t* id) {
   return Guard([&]() -> rr::Status {
     RR_CHECK(CheckJob(job, 0));
     if (id == nullptr) return rr::Status::InvalidArg("id is NULL");
@@ -161,6 +165,20 @@ rerailResult_t rerailCommInitStoreless(const rerailJob* job, uint64_t group, int
     RR_CHECK(rr::boot::NcclLib::Default(&nccl));
     return rr::boot::CommInitStoreless(*nccl, *job->job, group, rank, flags == RERAIL_ID_JOB_MAGIC,
                                        static_cast<void**>(newcomm));
+  });
+}
+
+rerailResult_t rerailCommInitScalable(const rerailJob* job, uint64_t group, int rank, int nRoots, int timeoutMs,
+                                      void* newcomm) {
+  return Guard([&]() -> rr::Status {
+    RR_CHECK(CheckJob(job, rank));
+    if (newcomm == nullptr) return rr::Status::InvalidArg("newcomm is NULL");
+    RR_CHECK(rr::Params::Load());
+    rr::boot::NcclLib* nccl = nullptr;
+    RR_CHECK(rr::boot::NcclLib::Default(&nccl));
+    uint64_t timeout = timeoutMs > 0 ? static_cast<uint64_t>(timeoutMs)
+                                     : static_cast<uint64_t>(rr::Params::Int(rr::ParamId::BootTimeoutMs));
+    return rr::boot::CommInitScalable(*nccl, *job->job, group, rank, nRoots, timeout, static_cast<void**>(newcomm));
   });
 }
 

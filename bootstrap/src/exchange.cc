@@ -171,7 +171,21 @@ Status Exchange::Impl::Init() {
   return Status::Ok();
 }
 
+// Allowed client transitions, indexed [from][to] in ClientState order.
+constexpr bool kAllowed[6][6] = {
+    //            idle   backoff connecting sending receiving finished
+    /* idle */ {false, true, true, true, false, true},
+    /* backoff */ {false, true, true, true, false, false},
+    /* connecting */ {false, true, false, true, false, false},
+    /* sending */ {false, true, false, false, true, false},
+    /* receiving */ {true, true, false, false, false, false},
+    /* finished */ {false, false, false, false, false, false},
+};
+
 void Exchange::Impl::Transition(ClientState to, const char* why) {
+  if (!kAllowed[static_cast<int>(state_)][static_cast<int>(to)])
+    RR_WARN("bootstrap exchange g%llu r%d: unexpected transition %s -> %s (%s)",
+            static_cast<unsigned long long>(opts_.group), rank_, StateName(state_), StateName(to), why);
   RR_TRACE(log::kFlagBootstrap, "exchange g%llu r%d: %s -> %s (%s)", static_cast<unsigned long long>(opts_.group),
            rank_, StateName(state_), StateName(to), why);
   state_ = to;
@@ -439,9 +453,10 @@ bool Exchange::Impl::ShouldExit() {
 
 void Exchange::Impl::Loop() {
   std::vector<pollfd> pfds;
-  while (!ShouldExit()) {
+  for (;;) {
     if (state_ == ClientState::kIdle) StartRequest();
     if (state_ == ClientState::kBackoff && NowNs() >= retry_at_ns_) StartRequest();
+    if (ShouldExit()) break;  // after StartRequest: it may just have sent the last bye
     bool pulling = false;
     {
       std::lock_guard<std::mutex> lk(mu_);

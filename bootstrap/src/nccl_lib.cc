@@ -1,10 +1,12 @@
 // libnccl resolved at run time, store-less init and recovery helpers (rerail/boot/nccl.h).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 
+#include "rerail/boot/exchange.h"
 #include "rerail/boot/nccl.h"
 #include "rerail/log.h"
 #include "rerail/params.h"
@@ -125,6 +127,54 @@ Status CommInitStoreless(const NcclLib& nccl, const Job& job, uint64_t group, in
   RR_INFO(log::kFlagInit | log::kFlagBootstrap, "store-less init: group %llu rank %d/%d NCCL_COMM_ID=%s (via %s)",
           static_cast<unsigned long long>(group), rank, job.nranks(), comm_id.c_str(), ifname.c_str());
   return nccl.CommInitRank(comm, job.nranks(), id, rank);
+}
+
+int ScalableRootRank(int nranks, int nroots, int root) {
+  return root * (nranks / nroots) + std::min(root, nranks % nroots);
+}
+
+Status GatherRootIds(const NcclLib& nccl, const Job& job, uint64_t group, int rank, int nroots, uint64_t timeout_ms,
+                     std::string* ids) {
+  int n = job.nranks();
+  if (nroots < 1 || nroots > n)
+    return Status::InvalidArg("nroots " + std::to_string(nroots) + " is outside 1.." + std::to_string(n));
+  int my_root = -1;
+  for (int r = 0; r < nroots; ++r)
+    if (ScalableRootRank(n, nroots, r) == rank) my_root = r;
+  unsigned char id[kNcclIdBytes] = {};
+  if (my_root >= 0) {
+    if (std::getenv("NCCL_COMM_ID")) {
+      RR_INFO(log::kFlagInit | log::kFlagBootstrap, "scalable init: unsetting NCCL_COMM_ID (NCCL would use one root)");
+      unsetenv("NCCL_COMM_ID");
+    }
+    RR_CHECK(nccl.GetUniqueId(id));  // starts this block's root in this process
+  }
+  ExchangeOptions o;
+  o.group = group;
+  o.rank = rank;
+  o.blob.assign(reinterpret_cast<const char*>(id), kNcclIdBytes);
+  o.timeout_ms = timeout_ms;
+  std::vector<std::string> blobs;
+  RR_CHECK(AllGather(job, o, &blobs));
+  ids->clear();
+  for (int r = 0; r < nroots; ++r) ids->append(blobs[ScalableRootRank(n, nroots, r)]);
+  return Status::Ok();
+}
+
+Status CommInitScalable(const NcclLib& nccl, const Job& job, uint64_t group, int rank, int nroots, uint64_t timeout_ms,
+                        void** comm) {
+  using InitScalableFn = int (*)(void**, int, int, int, void*, void*);
+  auto fn = reinterpret_cast<InitScalableFn>(nccl.Symbol("ncclCommInitRankScalable"));
+  if (fn == nullptr)
+    return Status::InvalidUsage(nccl.path() + " (NCCL " + std::to_string(nccl.version()) +
+                                ") has no ncclCommInitRankScalable; use single-root store-less init");
+  if (rank < 0 || rank >= job.nranks())
+    return Status::InvalidArg("rank " + std::to_string(rank) + " is outside 0.." + std::to_string(job.nranks() - 1));
+  std::string ids;
+  RR_CHECK(GatherRootIds(nccl, job, group, rank, nroots, timeout_ms, &ids));
+  RR_INFO(log::kFlagInit | log::kFlagBootstrap, "scalable store-less init: group %llu rank %d/%d, %d roots",
+          static_cast<unsigned long long>(group), rank, job.nranks(), nroots);
+  return nccl.Check(fn(comm, job.nranks(), rank, nroots, &ids[0], nullptr), "ncclCommInitRankScalable");
 }
 
 Status Recover(const NcclLib& nccl, const Job& job, RecoverMode mode, uint64_t* group, int rank, void* comm,

@@ -25,3 +25,12 @@ target_include_directories(boot_c_api_child PRIVATE ${CMAKE_SOURCE_DIR}/bootstra
 target_link_libraries(boot_c_api_child PRIVATE ${CMAKE_DL_LIBS})
 target_compile_definitions(test_boot_c_api PRIVATE RERAIL_TEST_CHILD="$<TARGET_FILE:boot_c_api_child>")
 add_dependencies(test_boot_c_api boot_c_api_child)
+
+# librerail-bootstrap.so exports exactly the rerail* C API (no C++ or common/ internals).
+add_test(NAME boot_exported_symbols COMMAND bash -c "set -e; so=$<TARGET_FILE:rerail_bootstrap>; \
+syms=$(nm -D --defined-only $so | awk '{print $3}' | sort); echo \"$syms\"; \
+! echo \"$syms\" | grep -v '^rerail'; \
+for f in rerailJobCreate rerailJobFromEnv rerailJobDestroy rerailJobNumRanks rerailRootlessRequested rerailAddress \
+rerailCommIdString rerailJobMagic rerailUniqueId rerailUniqueIdEx rerailUniqueIdFromString rerailAllGather rerailCommInitStoreless \
+rerailCommRecover rerailCommInitScalable rerailGetLastError; do echo \"$syms\" | grep -qx $f; done")
+set_tests_properties(boot_exported_symbols PROPERTIES LABELS functional TIMEOUT 30)

@@ -84,8 +84,11 @@ RERAIL_BOOT_API uint64_t rerailJobMagic(const rerailJob* job, uint64_t group);
 #define RERAIL_ID_NCCL_MAGIC 0 /* NCCL's constant magic: byte-identical to ncclGetUniqueId under NCCL_COMM_ID */
 #define RERAIL_ID_JOB_MAGIC 1  /* per-(job, group) magic: peers of another group fail NCCL's handshake */
 
-/* The 128-byte id NCCL builds from NCCL_COMM_ID=<rerailCommIdString(group)>, computed locally. */
-RERAIL_BOOT_API rerailResult_t rerailUniqueId(const rerailJob* job, uint64_t group, int flags, rerailUniqueId_t* id);
+/* The 128-byte id NCCL's ncclGetUniqueId returns under NCCL_COMM_ID=<rerailCommIdString(group)>,
+ * computed locally, byte for byte (NCCL's constant magic). Same as rerailUniqueIdEx(.., RERAIL_ID_NCCL_MAGIC, ..). */
+RERAIL_BOOT_API rerailResult_t rerailUniqueId(const rerailJob* job, uint64_t group, rerailUniqueId_t* id);
+/* Same, with flags RERAIL_ID_NCCL_MAGIC or RERAIL_ID_JOB_MAGIC (only the first 8 bytes differ). */
+RERAIL_BOOT_API rerailResult_t rerailUniqueIdEx(const rerailJob* job, uint64_t group, int flags, rerailUniqueId_t* id);
 /* The id for an explicit NCCL_COMM_ID string ("<ipv4|name>:<port>" or "[<ipv6>(%if)]:<port>"). */
 RERAIL_BOOT_API rerailResult_t rerailUniqueIdFromString(const char* commId, uint64_t magic, rerailUniqueId_t* id);
 
@@ -101,6 +104,13 @@ RERAIL_BOOT_API rerailResult_t rerailAllGather(const rerailJob* job, uint64_t gr
  * when the application already links libnccl.so.2 this is the same library). newcomm is an
  * ncclComm_t*. Blocking like ncclCommInitRank. flags: RERAIL_ID_*. */
 RERAIL_BOOT_API rerailResult_t rerailCommInitStoreless(const rerailJob* job, uint64_t group, int rank, int flags, void* newcomm);
+
+/* Multi-root store-less init (ncclCommInitRankScalable, NCCL >= 2.23): the first rank of each of
+ * nRoots blocks (NCCL's block layout) calls ncclGetUniqueId, which starts a root in that process; the
+ * ids reach every rank through the rootless exchange of `group` (planned ports); NCCL_COMM_ID is unset.
+ * All ranks must pass the same nRoots (1..nranks). timeoutMs 0: RERAIL_BOOT_TIMEOUT_MS. */
+RERAIL_BOOT_API rerailResult_t rerailCommInitScalable(const rerailJob* job, uint64_t group, int rank, int nRoots,
+                                                      int timeoutMs, void* newcomm);
 
 /* Recovery modes. */
 #define RERAIL_RECOVER_SHRINK 0   /* ncclCommShrink(NCCL_SHRINK_ABORT) without excludeRanks; parent aborted. NCCL >= 2.27 */

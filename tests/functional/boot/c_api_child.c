@@ -18,6 +18,7 @@ typedef rerailResult_t (*rerailCommIdString_t)(const rerailJob*, uint64_t, char*
 typedef rerailResult_t (*rerailCommInitStoreless_t)(const rerailJob*, uint64_t, int, int, void*);
 typedef rerailResult_t (*rerailCommRecover_t)(const rerailJob*, uint64_t*, int, void*, const int*, int, int, int, void*);
 typedef const char* (*rerailGetLastError_t)(void);
+typedef rerailResult_t (*rerailCommInitScalable_t)(const rerailJob*, uint64_t, int, int, int, void*);
 
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
@@ -28,7 +29,7 @@ int main(int argc, char** argv) {
   }
   LOAD(rerailJobFromEnv); LOAD(rerailJobCreate); LOAD(rerailJobDestroy); LOAD(rerailJobNumRanks);
   LOAD(rerailRootlessRequested); LOAD(rerailCommIdString); LOAD(rerailCommInitStoreless);
-  LOAD(rerailCommRecover); LOAD(rerailGetLastError);
+  LOAD(rerailCommRecover); LOAD(rerailGetLastError); LOAD(rerailCommInitScalable);
   (void)fn_rerailJobCreate;
   rerailJob* job = NULL;
   char cid[64] = "";
@@ -56,6 +57,15 @@ int main(int argc, char** argv) {
       printf(" recover=%d group=%llu", rc, (unsigned long long)group);
     }
     printf("\n");
+  } else if (!strcmp(argv[2], "scalable")) {
+    /* Multi-root init of a 1-rank communicator: the id travels through the rootless exchange. */
+    if (fn_rerailJobFromEnv(&job) != RERAIL_SUCCESS) {
+      printf("error: %s\n", fn_rerailGetLastError());
+      return 0;
+    }
+    void* comm = NULL;
+    int rc = fn_rerailCommInitScalable(job, 0, 0, 1, 5000, &comm);
+    printf("rc=%d err=%s\n", rc, fn_rerailGetLastError());
   } else {
     return 2;
   }

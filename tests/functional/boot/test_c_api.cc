@@ -23,7 +23,7 @@ struct Api {
   RR_API_FN(rerailRootlessRequested)
   RR_API_FN(rerailAddress)
   RR_API_FN(rerailCommIdString)
-  RR_API_FN(rerailUniqueId)
+  RR_API_FN(rerailUniqueIdEx)
   RR_API_FN(rerailUniqueIdFromString)
   RR_API_FN(rerailAllGather)
   RR_API_FN(rerailCommInitStoreless)
@@ -38,7 +38,7 @@ struct Api {
 #define RR_API_SYM(name) name = reinterpret_cast<decltype(name)>(dlsym(so, #name)); if (!name) return false;
     RR_API_SYM(rerailJobCreate) RR_API_SYM(rerailJobFromEnv) RR_API_SYM(rerailJobDestroy) RR_API_SYM(rerailJobNumRanks)
     RR_API_SYM(rerailRootlessRequested) RR_API_SYM(rerailAddress) RR_API_SYM(rerailCommIdString)
-    RR_API_SYM(rerailUniqueId) RR_API_SYM(rerailUniqueIdFromString) RR_API_SYM(rerailAllGather)
+    RR_API_SYM(rerailUniqueIdEx) RR_API_SYM(rerailUniqueIdFromString) RR_API_SYM(rerailAllGather)
     RR_API_SYM(rerailCommInitStoreless) RR_API_SYM(rerailCommRecover) RR_API_SYM(rerailGetLastError)
 #undef RR_API_SYM
     return true;
@@ -108,7 +108,7 @@ TEST_F(BootCApi, BadInputGetsClearErrors) {
   ASSERT_EQ(api_.rerailAddress(job, 3, 5, buf, sizeof(buf)), RERAIL_SUCCESS);
   EXPECT_STREQ(buf, "127.0.0.2:20011");
   rerailUniqueId_t id;
-  EXPECT_EQ(api_.rerailUniqueId(job, 0, 7, &id), RERAIL_INVALID_ARGUMENT);
+  EXPECT_EQ(api_.rerailUniqueIdEx(job, 0, 7, &id), RERAIL_INVALID_ARGUMENT);
   EXPECT_EQ(api_.rerailUniqueIdFromString("10.0.0.1", 0, &id), RERAIL_INVALID_USAGE);
   EXPECT_NE(std::strstr(api_.rerailGetLastError(), "is not <ipv4-or-name>:<port>"), nullptr);
   int comm = 0;
@@ -168,8 +168,24 @@ TEST_F(BootCApi, CommInitStorelessReachesNccl) {
                                       {"RERAIL_NCCL_LIB", RERAIL_TEST_NCCL_LIB}, {"NCCL_DEBUG", "NONE"}}, kJobVars);
   // NCCL_COMM_ID was set to rank 0's planned address before NCCL was called.
   EXPECT_NE(out.find(" env=127.0.0.1:" + base), std::string::npos) << out;
-  if (out.rfind("rc=0", 0) == 0) EXPECT_NE(out.find("recover=0 group=1"), std::string::npos) << out;
-  else EXPECT_NE(out.find("ncclCommInitRank failed"), std::string::npos) << out;  // NCCL itself refused (no GPU)
+  if (out.rfind("rc=0", 0) == 0) {
+    EXPECT_NE(out.find("recover=0 group=1"), std::string::npos) << out;
+  } else {
+    EXPECT_NE(out.find("ncclCommInitRank failed"), std::string::npos) << out;  // NCCL itself refused (no GPU)
+  }
+  std::printf("%s\n", out.c_str());
+}
+
+TEST_F(BootCApi, CommInitScalableReachesNccl) {
+  void* nccl = dlopen(RERAIL_TEST_NCCL_LIB, RTLD_NOW | RTLD_LOCAL);
+  if (!nccl) GTEST_SKIP() << "no libnccl: " << dlerror();
+  dlclose(nccl);
+  std::string base = std::to_string(20000 + getpid() % 9000);
+  std::string out = RunChild("scalable", {{"RERAIL_HOSTS", "127.0.0.1"}, {"RERAIL_PORT_BASE", base.c_str()},
+                                          {"RERAIL_NCCL_LIB", RERAIL_TEST_NCCL_LIB}, {"NCCL_DEBUG", "NONE"}}, kJobVars);
+  if (out.rfind("rc=0", 0) != 0) {
+    EXPECT_NE(out.find("ncclCommInitRankScalable failed"), std::string::npos) << out;  // NCCL refused (no GPU)
+  }
   std::printf("%s\n", out.c_str());
 }
 

@@ -1,10 +1,13 @@
 // Functional tests: the rootless all-gather among threads and processes over real loopback sockets.
 // "Hosts" are distinct loopback addresses 127.77.x.y, so the plan spans several simulated hosts.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "rerail/boot/exchange.h"
@@ -42,6 +45,12 @@ void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = 
   std::vector<Status> results(n);
   std::vector<std::vector<std::string>> tables(n);
   if (stats) stats->resize(n);
+  std::mutex mu;
+  std::vector<std::string> warns;  // a healthy exchange logs no WARN (no stranger, no bad transition)
+  log::SetCapture([&](log::Level l, const std::string& line) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (l == log::Level::kWarn) warns.push_back(line);
+  });
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       ExchangeOptions o;
@@ -56,6 +65,8 @@ void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = 
     });
   }
   for (auto& t : threads) t.join();
+  log::SetCapture(nullptr);
+  EXPECT_TRUE(warns.empty()) << warns.front();
   for (int r = 0; r < n; ++r) {
     ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].ToString();
     ASSERT_EQ(tables[r].size(), static_cast<size_t>(n));
@@ -124,6 +135,19 @@ TEST(BootExchange, MixedAlgorithmsAreRejected) {
   EXPECT_FALSE(sb.ok());
 }
 
+TEST(BootExchange, Ipv6AndMixedFamilies) {
+  JobSpec s;
+  s.hosts = {"::1", "127.0.0.1"};  // one IPv6 host, one IPv4 host in the same job
+  s.ranks_per_host = 3;
+  s.port_base = BasePort(33);
+  s.port_span = 64;
+  std::unique_ptr<Job> job;
+  ASSERT_TRUE(Job::Create(s, &job).ok());
+  EXPECT_EQ(job->Address(0, 0).ToString().rfind("[::1]:", 0), 0u);
+  RunAll(*job, 0, nullptr, ExchangeAlgorithm::kBruck);
+  RunAll(*job, 1, nullptr, ExchangeAlgorithm::kRing);
+}
+
 TEST(BootExchange, ConsecutiveGroupsDoNotCollide) {
   auto job = MakeJob(2, 4, 30);
   RunAll(*job, 0);
@@ -159,6 +183,57 @@ TEST(BootExchange, StrangerWithWrongMagicIsRejected) {
   EXPECT_NE(warns[0].find("rejected a stranger"), std::string::npos) << warns[0];
   EXPECT_GE(server->Stats().strangers, 1);
   server->Close();
+}
+
+// Garbage from a port scanner or a foreign protocol is answered "wrong magic" and does not disturb
+// the exchange running on that port.
+TEST(BootExchange, GarbageFromAStrangerDoesNotDisturb) {
+  auto job = MakeJob(1, 2, 45);
+  std::vector<std::string> warns;
+  log::SetCapture([&](log::Level l, const std::string& line) {
+    if (l == log::Level::kWarn) warns.push_back(line);
+  });
+  ExchangeOptions o;
+  o.rank = 1;
+  o.blob = BlobOf(1);
+  o.timeout_ms = 10000;
+  std::unique_ptr<Exchange> ex;
+  ASSERT_TRUE(Exchange::Start(*job, o, &ex).ok());
+  SockAddr a = job->Address(1, 0);
+  for (int round = 0; round < 2; ++round) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(fd, &a.u.sa, a.len), 0);
+    if (round == 0) {  // 40 bytes of text: a full request with a nonsense magic
+      const char junk[41] = "GET / HTTP/1.1\r\nHost: x\r\n\r\nxxxxxxxxxxxxx";
+      ASSERT_EQ(write(fd, junk, 40), 40);
+      char resp[24] = {};
+      size_t got = 0;
+      while (got < sizeof(resp)) {
+        ssize_t n = read(fd, resp + got, sizeof(resp) - got);
+        if (n <= 0) break;
+        got += static_cast<size_t>(n);
+      }
+      ASSERT_EQ(got, sizeof(resp));
+      uint32_t reply;
+      std::memcpy(&reply, resp + 8, 4);
+      EXPECT_EQ(reply, 1u);  // wrong magic
+    } else {
+      ASSERT_EQ(write(fd, "x", 1), 1);  // a truncated request, then gone
+    }
+    close(fd);
+  }
+  ExchangeOptions p = o;
+  p.rank = 0;
+  p.blob = BlobOf(0);
+  std::vector<std::string> out0, out1;
+  ASSERT_TRUE(AllGather(*job, p, &out0).ok());
+  ASSERT_TRUE(ex->Wait(&out1).ok());
+  ex->Close();
+  log::SetCapture(nullptr);
+  EXPECT_EQ(out1[0], BlobOf(0));
+  EXPECT_EQ(out0[1], BlobOf(1));
+  ASSERT_EQ(warns.size(), 1u);
+  EXPECT_NE(warns[0].find("rejected a stranger from 127."), std::string::npos) << warns[0];
 }
 
 TEST(BootExchange, MismatchedBlobSizeIsRejected) {

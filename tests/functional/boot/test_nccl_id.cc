@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include "rerail/boot/nccl.h"
 #include "rerail/bootstrap.h"
@@ -109,10 +110,11 @@ TEST_F(BootNcclId, JobGroupIdThroughSharedLibrary) {
   void* so = dlopen(RERAIL_TEST_BOOT_SO, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(so, nullptr) << dlerror();
   auto create = reinterpret_cast<decltype(&rerailJobCreate)>(dlsym(so, "rerailJobCreate"));
-  auto uid = reinterpret_cast<decltype(&rerailUniqueId)>(dlsym(so, "rerailUniqueId"));
+  auto uid0 = reinterpret_cast<decltype(&rerailUniqueId)>(dlsym(so, "rerailUniqueId"));
+  auto uid = reinterpret_cast<decltype(&rerailUniqueIdEx)>(dlsym(so, "rerailUniqueIdEx"));
   auto commid = reinterpret_cast<decltype(&rerailCommIdString)>(dlsym(so, "rerailCommIdString"));
   auto destroy = reinterpret_cast<decltype(&rerailJobDestroy)>(dlsym(so, "rerailJobDestroy"));
-  ASSERT_TRUE(create && uid && commid && destroy);
+  ASSERT_TRUE(create && uid0 && uid && commid && destroy);
   EXPECT_EQ(dlsym(so, "_ZN2rr4boot3Job6CreateERKNS0_7JobSpecEPSt10unique_ptrIS1_St14default_deleteIS1_EE"), nullptr)
       << "C++ internals must stay hidden";
   rerailJob* job = nullptr;
@@ -121,7 +123,7 @@ TEST_F(BootNcclId, JobGroupIdThroughSharedLibrary) {
     char cid[128];
     ASSERT_EQ(commid(job, group, cid, sizeof(cid)), RERAIL_SUCCESS);
     rerailUniqueId_t id, jid;
-    ASSERT_EQ(uid(job, group, RERAIL_ID_NCCL_MAGIC, &id), RERAIL_SUCCESS);
+    ASSERT_EQ(uid0(job, group, &id), RERAIL_SUCCESS);
     ASSERT_EQ(uid(job, group, RERAIL_ID_JOB_MAGIC, &jid), RERAIL_SUCCESS);
     ChildResult nccl = NcclIdInChild(cid);
     ASSERT_TRUE(nccl.ok) << nccl.error;
@@ -146,6 +148,59 @@ TEST_F(BootNcclId, SubnetRuleAgreesWithNccl) {
   ASSERT_TRUE(ParseHostPort("127.0.0.1:5000", &a).ok());
   EXPECT_TRUE(FindInterfaceOnSubnet(a, &ifname).ok());
   EXPECT_EQ(ifname, "lo");
+}
+
+// Multi-root init without a store: the block roots' ncclGetUniqueId ids (each starts a real NCCL root
+// in its process) reach every rank through the rootless exchange. Child process: NCCL state stays there.
+TEST_F(BootNcclId, ScalableRootIdsReachEveryRank) {
+  EXPECT_EQ(ScalableRootRank(6, 2, 1), 3);
+  EXPECT_EQ(ScalableRootRank(7, 3, 2), 5);  // blocks of 3, 2, 2
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    unsetenv("NCCL_COMM_ID");
+    setenv("NCCL_DEBUG", "NONE", 1);
+    std::string verdict = "ok";
+    std::unique_ptr<NcclLib> lib;
+    JobSpec spec;
+    spec.hosts = {"127.77.201.1", "127.77.201.2"};
+    spec.ranks_per_host = 3;
+    spec.port_base = 20000 + static_cast<int>(getpid() % 9000);
+    spec.port_span = 64;
+    std::unique_ptr<Job> job;
+    if (!NcclLib::Open(RERAIL_TEST_NCCL_LIB, &lib).ok() || !Job::Create(spec, &job).ok()) verdict = "setup failed";
+    std::vector<std::string> ids(6);
+    std::vector<Status> st(6);
+    std::vector<std::thread> t;
+    for (int r = 0; verdict == "ok" && r < 6; ++r)
+      t.emplace_back([&, r] { st[r] = GatherRootIds(*lib, *job, 0, r, 2, 20000, &ids[r]); });
+    for (auto& th : t) th.join();
+    for (int r = 0; verdict == "ok" && r < 6; ++r) {
+      if (!st[r].ok()) verdict = "rank " + std::to_string(r) + ": " + st[r].ToString();
+      else if (ids[r] != ids[0] || ids[r].size() != 2 * kNcclIdBytes) verdict = "rank " + std::to_string(r) + " differs";
+    }
+    if (verdict == "ok") {
+      uint64_t m0, m1;
+      std::memcpy(&m0, ids[0].data(), 8);
+      std::memcpy(&m1, ids[0].data() + kNcclIdBytes, 8);
+      uint16_t fam;
+      std::memcpy(&fam, ids[0].data() + 8, 2);
+      if (m0 == kNcclCommIdMagic || m0 == m1) verdict = "root ids are not two random-magic NCCL ids";
+      if (fam != AF_INET && fam != AF_INET6) verdict = "root id has no socket address";
+    }
+    (void)!write(fds[1], verdict.data(), verdict.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string verdict;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) verdict.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  EXPECT_EQ(verdict, "ok");
 }
 
 TEST(BootNcclLib, NotALibncclIsRejectedClearly) {

@@ -55,9 +55,10 @@ class NcclLib {
   Status CommAbort(void* comm) const;
   Status CommRevoke(void* comm) const;  // kInvalidUsage when this NCCL has no ncclCommRevoke
   Status CommShrink(void* comm, const int* exclude, int nexclude, void** newcomm) const;  // same
+  // Turns an ncclResult_t into a Status naming `what`, NCCL's error string and ncclGetLastError.
+  Status Check(int rc, const char* what) const;
 
  private:
-  Status Check(int rc, const char* what) const;
   void* handle_ = nullptr;
   std::string path_;
   int version_ = 0;
@@ -68,6 +69,19 @@ class NcclLib {
 // Checks first, with clear errors: rank 0 must run on host[0] (the address must be local), and a
 // local interface must share host[0]'s subnet.
 Status CommInitStoreless(const NcclLib& nccl, const Job& job, uint64_t group, int rank, bool job_magic, void** comm);
+
+// Multi-root ("scalable") init without a store: the first rank of each of `nroots` blocks (NCCL's
+// layout: root r serves ranks from r*floor(n/nroots) + min(r, n mod nroots)) calls ncclGetUniqueId,
+// which starts an NCCL root in that process; the ids travel to every rank through the rootless
+// exchange of `group` (Job::Address ports); then ncclCommInitRankScalable(nranks, rank, nroots, ids).
+// NCCL_COMM_ID is unset first (with it NCCL would use only the first id). Needs NCCL >= 2.23's
+// ncclCommInitRankScalable (kInvalidUsage naming it otherwise).
+int ScalableRootRank(int nranks, int nroots, int root);
+// The exchange step alone: *ids receives the nroots ids, in root order, on every rank.
+Status GatherRootIds(const NcclLib& nccl, const Job& job, uint64_t group, int rank, int nroots, uint64_t timeout_ms,
+                     std::string* ids);
+Status CommInitScalable(const NcclLib& nccl, const Job& job, uint64_t group, int rank, int nroots,
+                        uint64_t timeout_ms, void** comm);
 
 enum class RecoverMode {
   kShrink,    // ncclCommShrink(NCCL_SHRINK_ABORT) without the excluded ranks, then abort the parent
