@@ -11,8 +11,10 @@
 //     offset (RxTracker decides place / drop / wait), completes a receive when every byte is placed,
 //     and acks in-order completion on the reverse direction of a live link. Every RERAIL_HEARTBEAT_MS
 //     it also sends a heartbeat (carrying the same cumulative ack) on every live link.
-//   * a link fails on a socket error, a link-down event for its rail, a peer notice, or a stall (the
-//     sender heard nothing on it for RERAIL_STALL_MS while another link was heard). Its epoch is
+//   * a link fails on a socket error, a link-down event for its rail, a peer notice, or a stall: the
+//     sender heard nothing on it for RERAIL_STALL_MS while another link was heard, or the transport
+//     reports bytes in flight unacknowledged for RERAIL_STALL_MS (black hole; checked on both sides,
+//     the receiver's heartbeats are its bytes in flight). Its epoch is
 //     bumped, its unacknowledged chunks are re-queued on the survivors, the peer is told over a
 //     surviving link, and one WARN names rail, peer, reason and the bytes re-sent. The sender re-probes
 //     the rail with capped exponential back-off (RERAIL_FAILBACK_MIN_MS..MAX_MS, never giving up) and
@@ -58,9 +60,16 @@ enum class Policy : uint8_t {
   kFailover,  // primary link only while it is healthy; every healthy survivor otherwise
 };
 
+}  // namespace rr::net
+namespace rr::rails {
+class BoardWriter;
+}
+namespace rr::net {
+
 struct ConnConfig {
   Transport* transport = nullptr;
   const RailSignals* rails = nullptr;
+  rails::BoardWriter* board = nullptr;  // rail-health board (slot = local device index); may be null
   uint32_t chunk = 128 * 1024;
   int streams = 2;
   Policy policy = Policy::kStripe;
@@ -153,6 +162,7 @@ class SendComm final : public Comm {
     uint64_t backoff_ms = 0;
     uint64_t rail_gen = 0;
     uint64_t bytes = 0;
+    uint64_t next_tcp_check_ns = 0;
   };
 
   bool Eligible(const TxLink& l) const;
@@ -180,6 +190,7 @@ class SendComm final : public Comm {
   uint64_t acked_ = 0;
   uint64_t no_link_since_ns_ = 0;  // 0 while some link is healthy
   uint64_t setup_start_ns_ = 0;
+  uint64_t next_board_ns_ = 0;
   int peer_closed_links_ = 0;
 };
 
@@ -207,6 +218,7 @@ class RecvComm final : public Comm {
     std::deque<Frame> out;       // control frames for the sender (acks, heartbeats, notices)
     size_t out_done = 0;         // bytes of out.front() written
     uint64_t last_hb_ns = 0;
+    uint64_t next_tcp_check_ns = 0;
   };
 
   void Attach(std::unique_ptr<Link> link);
@@ -217,6 +229,7 @@ class RecvComm final : public Comm {
   void DropLink(int idx, const std::string& why, bool peer_closed);
   Status FlushControl(uint64_t now);
   Status PollListener(uint64_t now);
+  void CheckStalls(uint64_t now);
   int LiveLinks() const;
 
   ConnConfig cfg_;

@@ -15,6 +15,9 @@ constexpr uint32_t kMrMagic = 0x4d52524du;
 // Properties NCCL validates (reference §2.4): sizes in (0, 2^40]; NCCL caps a message at 1 GiB anyway.
 constexpr size_t kMaxMessageBytes = 1ull << 31;
 constexpr int kMaxComms = 65536;
+// Floor of TCP_USER_TIMEOUT: a receiver may legitimately not drain its socket for seconds (NCCL's GPU
+// holding every buffer, a debugger, a host under load) and the kernel counts that against it too.
+constexpr int64_t kMinUserTimeoutMs = 30000;
 
 struct Ctx {
   uint32_t magic = kCtxMagic;
@@ -54,9 +57,10 @@ Status Plugin::FirstInit(int abi_version) {
     cfg.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
     cfg.sockbuf = static_cast<int>(Params::Int(ParamId::TcpBufSize));
     cfg.connect_timeout_ms = static_cast<int>(Params::Int(ParamId::ConnectTimeoutMs));
-    // Kernel backstop for black holes on a lone link; the heartbeat watchdog is faster when there
-    // are siblings.
-    cfg.user_timeout_ms = static_cast<unsigned>(std::max<int64_t>(2000, 4 * Params::Int(ParamId::StallMs)));
+    // Kernel backstop for black holes on a lone link (the heartbeat watchdog is faster when there are
+    // siblings). It must not be short: Linux also aborts a connection whose peer advertises a zero
+    // window for that long, i.e. a receiver that is merely slow to post or poll.
+    cfg.user_timeout_ms = static_cast<unsigned>(std::max<int64_t>(kMinUserTimeoutMs, Params::Int(ParamId::GiveupMs)));
     transport_ = std::make_unique<tcp::TcpTransport>(std::move(devs), cfg);
   }
   cfg_.transport = transport_.get();
@@ -70,6 +74,8 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.giveup_ns = static_cast<uint64_t>(Params::Int(ParamId::GiveupMs)) * 1000000ull;
   cfg_.backoff_min_ms = static_cast<uint64_t>(Params::Int(ParamId::FailbackMinMs));
   cfg_.backoff_max_ms = std::max<uint64_t>(cfg_.backoff_min_ms, Params::Int(ParamId::FailbackMaxMs));
+  if (Params::Bool(ParamId::Board)) StartBoard();
+  cfg_.board = board_.get();
   if (Params::Bool(ParamId::LinkEvents)) StartLinkMonitor();
   std::ostringstream names;
   for (int i = 0; i < transport_->NumDevices(); ++i) names << (i ? "," : "") << transport_->Device(i).name;
@@ -87,7 +93,26 @@ void Plugin::OnLinkEvent(const rails::LinkEvent& ev) {
     bool down = !ev.up || ev.removed;
     if (rails_.down[d].exchange(down, std::memory_order_acq_rel) == down) return;
     rails_.gen[d].fetch_add(1, std::memory_order_acq_rel);
+    if (board_) {
+      if (down) board_->CountLinkDown(d);
+      board_->SetState(d, down ? rails::RailState::kFailed : rails::RailState::kRecovering,
+                       down ? rails::RailEvent::kLinkDown : rails::RailEvent::kLinkUp);
+    }
     RR_INFO(log::kFlagNet, "rail %s link %s", ev.ifname.c_str(), down ? "down" : "up");
+  }
+}
+
+void Plugin::StartBoard() {
+  if (board_) return;
+  Status st = rails::BoardWriter::Create("net", &board_);
+  for (int d = 0; st.ok() && d < transport_->NumDevices(); ++d) {
+    int slot = -1;
+    st = board_->AddRail(transport_->Device(d).name, &slot);
+    if (st.ok() && slot != d) st = Status::Internal("board slot mismatch");
+  }
+  if (!st.ok()) {
+    RR_INFO(log::kFlagNet, "no rail-health board: %s", st.ToString().c_str());
+    board_.reset();
   }
 }
 
@@ -107,11 +132,9 @@ Status Plugin::Init(log::LoggerFn logger, int abi_version, void** ctx) {
   if (refs_ == 0) {
     log::SetPrefix("NET/rerail");
     if (logger != nullptr) log::SetLogger(logger);
-    Status st = FirstInit(abi_version);
-    if (!st.ok()) {
-      log::SetLogger(nullptr);
-      return st;
-    }
+    // On failure the logger stays set: the shim reports the error through NCCL's logger right after
+    // (NCCL's logger lives in libnccl, which outlives this library).
+    RR_CHECK(FirstInit(abi_version));
   }
   ++refs_;
   if (ctx != nullptr) *ctx = new Ctx();
@@ -138,11 +161,17 @@ Status Plugin::Finalize(void* ctx) {
     c->magic = 0;
     delete c;
   }
-  if (refs_ == 0) return Status::Internal("finalize without a matching init");
+  if (refs_ == 0) {
+    // NCCL finalizes a context whose init failed; nothing was set up for it.
+    if (ctx == nullptr) return Status::Ok();
+    return Status::Internal("finalize without a matching init");
+  }
   if (--refs_ == 0) {
     ReleaseAll();
     if (monitor_) monitor_->Stop();
     monitor_.reset();
+    cfg_.board = nullptr;
+    board_.reset();
     log::SetLogger(nullptr);
   }
   return Status::Ok();

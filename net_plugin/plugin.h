@@ -30,6 +30,7 @@
 #include "../net_plugin/abi/nccl_net_abi.h"
 #include "conn.h"
 #include "rerail/log.h"
+#include "rerail/rails/board.h"
 #include "rerail/rails/link_monitor.h"
 #include "transport.h"
 
@@ -60,6 +61,7 @@ class Plugin {
   Plugin() = default;
   Status FirstInit(int abi_version);
   void StartLinkMonitor();
+  void StartBoard();
   void OnLinkEvent(const rails::LinkEvent& ev);
   void ReleaseAll();
   Status CheckDev(int dev) const;
@@ -71,6 +73,7 @@ class Plugin {
   ConnConfig cfg_;
   RailSignals rails_;  // written by the link-monitor thread, read lock-free by comms
   std::unique_ptr<rails::LinkMonitor> monitor_;
+  std::unique_ptr<rails::BoardWriter> board_;  // RERAIL_BOARD=1; slot i = device i
   std::set<SendComm*> sends_;
   std::set<RecvComm*> recvs_;
   std::set<ListenComm*> listens_;

@@ -3,6 +3,7 @@
 #include "conn.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
+#include "rerail/rails/board.h"
 
 namespace rr::net {
 
@@ -103,7 +104,8 @@ Status RecvComm::Irecv(void* data, size_t cap, Request** req) {
   r->seq = slot->seq;
   r->slot = slot;
   *req = r;
-  return Progress();
+  (void)Progress();  // a failure found here is reported by test() on this request
+  return Status::Ok();
 }
 
 Status RecvComm::OnHeader(RxLink& l, RxStream& s, bool* stalled) {
@@ -172,6 +174,7 @@ Status RecvComm::ReadStream(RxLink& l, int i, bool* progressed) {
     } else if (s.phase == Phase::kPayload) {
       st = l.link->Read(i, s.dst, s.remaining, &n, &err);
       if (st == IoState::kOk) {
+        if (cfg_.board) cfg_.board->AddBytes(l.link->identity().rail, 0, n);
         s.dst += n;
         s.remaining -= n;
         if (s.remaining == 0) OnPlaced(s), s.phase = Phase::kHeader;
@@ -229,6 +232,20 @@ Status RecvComm::FlushControl(uint64_t now) {
   return Status::Ok();
 }
 
+// The receiver's heartbeats are bytes in flight on every live link: if the peer's kernel stops
+// acknowledging them, the link is a black hole.
+void RecvComm::CheckStalls(uint64_t now) {
+  for (size_t idx = 0; idx < links_.size(); ++idx) {
+    RxLink& l = links_[idx];
+    if (!l.link || now < l.next_tcp_check_ns || LiveLinks() < 2) continue;  // never the last link
+    l.next_tcp_check_ns = now + cfg_.stall_ns / 4;
+    uint32_t age = l.link->UnackedAgeMs();
+    if (age * 1000000ull > cfg_.stall_ns) {
+      DropLink(static_cast<int>(idx), "stall: bytes unacknowledged for " + std::to_string(age) + " ms", false);
+    }
+  }
+}
+
 Status RecvComm::PollListener(uint64_t now) {
   if (now < next_listen_poll_ns_ || !listener_) return Status::Ok();
   next_listen_poll_ns_ = now + kListenPollNs;
@@ -257,6 +274,7 @@ Status RecvComm::Progress() {
   }
   if (state_ != ConnState::kActive) return state_ == ConnState::kFailed ? failure_ : Status::Ok();
   RR_CHECK(FlushControl(now));
+  CheckStalls(now);
   if (LiveLinks() == 0 && no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns &&
       tracker_.completed_prefix() != tracker_.posted()) {
     return Fail(Code::kRemoteError, "no link from " + peer_ + " for RERAIL_GIVEUP_MS (" +

@@ -4,6 +4,7 @@
 #include "conn.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
+#include "rerail/rails/board.h"
 
 namespace rr::net {
 
@@ -138,7 +139,8 @@ Status SendComm::Isend(const void* data, size_t size, Request** req) {
   r->seq = m.seq;
   r->size = size;
   *req = r;
-  return Progress();
+  (void)Progress();  // a failure found here is reported by test() on this request
+  return Status::Ok();
 }
 
 bool SendComm::Eligible(const TxLink& l) const {
@@ -218,6 +220,7 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
     }
     *progressed = true;
     sched_.OnWritten(idx, n, NowNs());
+    if (cfg_.board) cfg_.board->AddBytes(l.plan.local_dev, n, 0);
     l.bytes += n;
     s.done += n;
     if (s.done < sizeof(Frame) + s.len) return Status::Ok();  // socket buffer full
@@ -258,7 +261,14 @@ Status SendComm::ReadControl(TxLink& l) {
       return Status::Ok();
     }
     l.last_heard_ns = NowNs();
-    if (l.fsm.state() == LinkState::kProbing) l.fsm.Transition(LinkState::kHealthy, "peer answered the probe (failback)");
+    if (l.fsm.state() == LinkState::kProbing) {
+      l.fsm.Transition(LinkState::kHealthy, "peer answered the probe (failback)");
+      l.backoff_ms = cfg_.backoff_min_ms;
+      if (cfg_.board) {
+        cfg_.board->CountFailback(l.plan.local_dev);
+        cfg_.board->SetState(l.plan.local_dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
+      }
+    }
     switch (TypeOf(f)) {
       case FrameType::kAck:
       case FrameType::kHeartbeat:
@@ -299,6 +309,14 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
   int live = LiveLinks();
   if (live == 0 && no_link_since_ns_ == 0) no_link_since_ns_ = now;
   bool orderly = peer_closed && acked_ == next_seq_;
+  if (cfg_.board && !orderly) {
+    cfg_.board->AddRetransmit(l.plan.local_dev, chunks, bytes);
+    if (!was_probing) cfg_.board->CountFailover(l.plan.local_dev);
+    cfg_.board->SetState(l.plan.local_dev, rails::RailState::kFailed,
+                         why.rfind("stall", 0) == 0 ? rails::RailEvent::kStall
+                         : why == "link-down event" ? rails::RailEvent::kLinkDown
+                                                    : rails::RailEvent::kError);
+  }
   if (!was_probing && !orderly) {
     notices_.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
                              static_cast<uint64_t>(idx), 0, 0});
@@ -330,11 +348,28 @@ Status SendComm::Watchdog(uint64_t now) {
         now - newest_heard < cfg_.stall_ns) {
       FailLink(l, "stall: nothing heard for " + std::to_string((now - l.last_heard_ns) / 1000000) + " ms", false);
     }
+    // The kernel's view: bytes in flight with no TCP ack for RERAIL_STALL_MS. Only with a live sibling:
+    // a receiver that stops draining its socket (zero window, receive-queue pruning under memory
+    // pressure) looks the same on a lone link, and killing the only link would fail the connection.
+    if (l.fsm.usable() && l.link && now >= l.next_tcp_check_ns && now - newest_heard < cfg_.stall_ns &&
+        LiveLinks() > 1) {
+      l.next_tcp_check_ns = now + cfg_.stall_ns / 4;
+      uint32_t age = l.link->UnackedAgeMs();
+      if (age * 1000000ull > cfg_.stall_ns) FailLink(l, "stall: bytes unacknowledged for " + std::to_string(age) + " ms", false);
+    }
     if (l.fsm.state() == LinkState::kFailed && !l.connector && now >= l.retry_at_ns &&
         !(cfg_.rails && cfg_.rails->down[l.plan.local_dev].load(std::memory_order_relaxed))) {
       l.fsm.Transition(LinkState::kProbing, "re-probing after back-off");
       StartConnect(l);
       if (!l.connector) l.fsm.Transition(LinkState::kFailed, "probe could not start");
+    }
+  }
+  if (cfg_.board && now >= next_board_ns_) {  // publish the scheduler's bandwidth estimates
+    next_board_ns_ = now + cfg_.heartbeat_ns;
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (links_[i].fsm.usable()) {
+        cfg_.board->SetBandwidth(links_[i].plan.local_dev, static_cast<uint64_t>(sched_.BandwidthBps(static_cast<int>(i)) / 8));
+      }
     }
   }
   int live = LiveLinks();

@@ -11,6 +11,12 @@
 # Addresses exist only inside these namespaces; nothing is added to the caller's namespace.
 #
 # Env: RERAIL_NETNS_PREFIX (default rrnet) names everything, so parallel users never collide.
+#
+# Example (2 hosts x 2 rails, rail 0 of host 1 pulled after 1 s and plugged back at 3 s):
+#   RERAIL_NETNS_PREFIX=demo scripts/netns-rails.sh up 2 2
+#   RERAIL_TCP_IFNAME=rail build/tools/rerail-perf/rerail-perf sendrecv -N 2 --hosts 2 \
+#       --netns-prefix demo --fault at=1s,host=1,rail=0,kind=down --fault at=3s,host=1,rail=0,kind=heal
+#   RERAIL_NETNS_PREFIX=demo scripts/netns-rails.sh down
 set -uo pipefail
 
 P=${RERAIL_NETNS_PREFIX:-rrnet}
@@ -22,13 +28,17 @@ BH_TAG="rerail-blackhole"
 usage() {
   cat <<EOF
 usage: $(basename "$0") COMMAND [ARGS]
-  up H K            create H hosts joined by K rails (idempotent; rebuilds a partial topology)
+  up H K            create H hosts joined by K rails. Idempotent: a complete topology of that shape
+                    is kept as it is (faults included; use heal); a partial one (crash, manual
+                    deletion) or one of another shape is removed and rebuilt
   down              remove every namespace of prefix '$P' (safe to run twice or after a crash)
   fail H R [MODE]   take host H's rail R down; MODE carrier (default: switch port down, the host
                     sees carrier loss like a pulled cable) or admin (the host's own NIC set down)
   blackhole H R     silently drop everything on host H's rail R (iptables DROP; link stays up)
   slow H R RATE     rate-limit host H's rail R both ways with tc tbf (RATE e.g. 100mbit, 1gbit)
   heal H R          undo fail/blackhole/slow on host H's rail R
+  flap H R PERIOD_MS COUNT [MODE]
+                    take the rail down and up COUNT times, one period each (ends up)
   status [--json]   one line per host per rail: host rail netns ifname addr state
   ifnames           the rail interface names (for RERAIL_TCP_IFNAME)
   addr H R          host H's address on rail R
@@ -133,10 +143,13 @@ cmd_up() {
     echo "netns-rails: $P already up: $H hosts x $K rails"
   else
     cmd_down
+    # Interrupted half-way: leave nothing behind.
+    trap 'cmd_down; echo "netns-rails: interrupted; removed $P" >&2; exit 130' INT TERM
     if ! build "$H" "$K"; then
       cmd_down
       die "building the topology failed (see the message above); nothing left behind"
     fi
+    trap - INT TERM
     echo "netns-rails: $P up: $H hosts x $K rails"
   fi
   echo "namespaces: $(for ((h = 0; h < H; h++)); do printf '%s ' "$(host_ns "$h")"; done)switch $SW"
@@ -153,8 +166,9 @@ cmd_heal() {
   ip -n "$SW" link set "$port" up || die "cannot set $SW/$port up"
   ip -n "$ns" link set "rail$2" up || die "cannot set $ns/rail$2 up"
   clear_blackhole "$ns" "rail$2"
-  tc -n "$ns" qdisc del dev "rail$2" root 2>/dev/null
-  tc -n "$SW" qdisc del dev "$port" root 2>/dev/null
+  # Only a tbf we added is removed; the default qdisc stays.
+  tc -n "$ns" qdisc show dev "rail$2" | grep -q '^qdisc tbf' && tc -n "$ns" qdisc del dev "rail$2" root
+  tc -n "$SW" qdisc show dev "$port" | grep -q '^qdisc tbf' && tc -n "$SW" qdisc del dev "$port" root
   return 0
 }
 
@@ -168,6 +182,31 @@ cmd_fail() {
   esac
 }
 
+# Toggles the link COUNT times on an absolute schedule (down for half of each period), printing one
+# line per change as it happens; only `ip link` calls, so a 200 ms period holds on a loaded host.
+cmd_flap() {
+  [ $# -ge 4 ] && [ $# -le 5 ] || die "usage: flap H R PERIOD_MS COUNT [carrier|admin]"
+  check_hr "$1" "$2"
+  is_uint "$3" && [ "$3" -ge 20 ] || die "PERIOD_MS '$3' must be a number >= 20"
+  is_uint "$4" && [ "$4" -ge 1 ] || die "COUNT '$4' must be a number >= 1"
+  local ns dev i half next now
+  case "${5:-carrier}" in
+    carrier) ns=$SW; dev="h$1r$2" ;;
+    admin) ns=$(host_ns "$1"); dev="rail$2" ;;
+    *) die "flap mode '$5' must be carrier or admin" ;;
+  esac
+  half=$(( $3 * 500 ))  # microseconds
+  next=$(( ${EPOCHREALTIME/./} ))
+  for ((i = 0; i < 2 * $4; i++)); do
+    if (( i % 2 == 0 )); then ip -n "$ns" link set "$dev" down; echo "flap host=$1 rail=$2 down"
+    else ip -n "$ns" link set "$dev" up; echo "flap host=$1 rail=$2 up"; fi
+    next=$(( next + half ))
+    now=$(( ${EPOCHREALTIME/./} ))
+    (( next > now )) && sleep "$(printf '0.%06d' $(( next - now )))"
+  done
+  return 0
+}
+
 bh_rules() { # prints the rule specs (without -A/-D) that black-hole one interface
   echo "INPUT -i $1 -m comment --comment $BH_TAG -j DROP"
   echo "OUTPUT -o $1 -m comment --comment $BH_TAG -j DROP"
@@ -175,6 +214,8 @@ bh_rules() { # prints the rule specs (without -A/-D) that black-hole one interfa
 clear_blackhole() {
   local ns=$1 dev=$2 rule
   pick_iptables "$ns"
+  # One listing first: healing a rail that was never black-holed stays cheap (flapping tests).
+  ip netns exec "$ns" "$IPT" -w 5 -S 2>/dev/null | grep -q -- "-i $dev .*$BH_TAG" || return 0
   while read -r rule; do
     # shellcheck disable=SC2086
     while ip netns exec "$ns" "$IPT" -w 5 -C $rule 2>/dev/null; do
@@ -284,6 +325,7 @@ main() {
     blackhole) cmd_blackhole "$@" ;;
     slow) cmd_slow "$@" ;;
     heal) cmd_heal "$@" ;;
+    flap) cmd_flap "$@" ;;
     status) cmd_status "$@" ;;
     ifnames) cmd_ifnames ;;
     addr) [ $# -eq 2 ] || die "usage: addr H R"; check_hr "$1" "$2"; addr_of "$1" "$2" ;;

@@ -175,8 +175,12 @@ std::string Params::Markdown() {
   static const char* kTypeNames[] = {"int", "bool", "string", "enum"};
   for (const ParamDef& d : Defs()) {
     std::string def = d.def[0] ? std::string("`") + d.def + "`" : std::string("(empty)");
+    auto cell = [](std::string text) {  // a '|' inside a cell would end it
+      for (size_t at = text.find('|'); at != std::string::npos; at = text.find('|', at + 2)) text.insert(at, "\\");
+      return text;
+    };
     md += std::string("| `RERAIL_") + d.name + "` | " + kTypeNames[static_cast<int>(d.type)] + " | " + def +
-          " | " + d.units + " | " + d.range + " | " + d.help + " |\n";
+          " | " + d.units + " | " + cell(d.range) + " | " + cell(d.help) + " |\n";
   }
   return md;
 }

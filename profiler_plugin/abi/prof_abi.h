@@ -22,7 +22,8 @@
 extern "C" {
 
 typedef int rrProfResult_t;  // ncclResult_t values (0 = success, 3 = internal error, 5 = invalid usage)
-typedef void (*rrProfLogger_t)(int level, unsigned long flags, const char* file, int line, const char* fmt, ...);
+typedef void (*rrProfLogger_t)(int level, unsigned long flags, const char* file, int line, const char* fmt,
+                               ...);
 
 // Event type bits (§4.1). Also the values of descriptor.type and the activation mask bits.
 enum {
@@ -197,8 +198,8 @@ typedef rrProfEventStateArgs_v5_t rrProfEventStateArgs_v6_t;
 // ---- function tables (48 B each) ----------------------------------------------------------------
 typedef struct {
   const char* name;
-  rrProfResult_t (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes,
-                         int nRanks, int rank, rrProfLogger_t logfn);
+  rrProfResult_t (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName,
+                         int nNodes, int nRanks, int rank, rrProfLogger_t logfn);
   rrProfResult_t (*startEvent)(void* context, void** eHandle, rrProfEventDescr_v5_t* eDescr);
   rrProfResult_t (*stopEvent)(void* eHandle);
   rrProfResult_t (*recordEventState)(void* eHandle, int eState, rrProfEventStateArgs_v5_t* eStateArgs);
@@ -207,8 +208,8 @@ typedef struct {
 
 typedef struct {
   const char* name;
-  rrProfResult_t (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes,
-                         int nRanks, int rank, rrProfLogger_t logfn);
+  rrProfResult_t (*init)(void** context, uint64_t commId, int* eActivationMask, const char* commName,
+                         int nNodes, int nRanks, int rank, rrProfLogger_t logfn);
   rrProfResult_t (*startEvent)(void* context, void** eHandle, rrProfEventDescr_v6_t* eDescr);
   rrProfResult_t (*stopEvent)(void* eHandle);
   rrProfResult_t (*recordEventState)(void* eHandle, int eState, rrProfEventStateArgs_v6_t* eStateArgs);

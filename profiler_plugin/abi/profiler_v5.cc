@@ -55,5 +55,5 @@ rrProfResult_t Finalize(void* context) {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const rrProfiler_v5_t ncclProfiler_v5 = {
-    "rerail", Init, StartEvent, StopEvent, RecordEventState, Finalize};
+extern "C" __attribute__((visibility("default")))
+const rrProfiler_v5_t ncclProfiler_v5 = {"rerail", Init, StartEvent, StopEvent, RecordEventState, Finalize};

@@ -3,9 +3,12 @@
 //     thread does for every network step), on 1 and 2 threads.
 //   * BM_TenMillionEvents: 10 M start/stop pairs in one go, reporting the resident-memory growth and how
 //     many records were dropped (rings full while the collector thread writes the trace).
+//   * --collector (instead of the benchmarks): CPU per event of recording plus writing, with rings large
+//     enough that nothing is dropped.
 // Figures on a shared 2-core machine are noisy; the collector competes with the benchmark for CPU.
 #include <benchmark/benchmark.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -81,20 +84,53 @@ BENCHMARK(BM_TenMillionEvents)->Iterations(1)->Unit(benchmark::kMillisecond)->Us
 
 }  // namespace
 
+double CpuSeconds() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+// --collector: how much CPU the collector thread spends per written event. Rings are made large enough
+// that nothing is dropped; 1 M step events are produced, then finalize waits until all are written.
+int CollectorCost() {
+  setenv("RERAIL_PROFILE_RING", "4194304", 1);
+  NcclEmu* emu = Emu();
+  constexpr int kN = 1'000'000;
+  double c0 = CpuSeconds();
+  void* op = emu->StartProxyOp(nullptr, 0, 1, kN, 1 << 19, true);
+  NcclEmu::ProxyStep slot;
+  for (int i = 0; i < kN; ++i) {
+    emu->StartProxyStep(&slot, op, i);
+    emu->StopProxyStep(&slot);
+  }
+  emu->Stop(op);
+  rr::Status st = emu->Finalize();
+  double c1 = CpuSeconds();
+  std::printf(
+      "collector: %d events recorded and written; process CPU %.2f s (%.2f us per event, producer "
+      "included); finalize %s\n",
+      kN, c1 - c0, (c1 - c0) * 1e6 / kN, st.ok() ? "ok" : "failed");
+  return st.ok() ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--collector") return CollectorCost();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   NcclEmu* emu = Emu();
   long rss = RssKiB();
   rr::Status st = emu->Finalize();
-  std::printf("final RSS %.1f MiB; finalize %s\n", static_cast<double>(rss) / 1024.0, st.ok() ? "ok" : "failed");
+  std::printf("final RSS %.1f MiB; finalize %s\n", static_cast<double>(rss) / 1024.0,
+              st.ok() ? "ok" : "failed");
   // What the collector kept up with: written events vs records dropped because a ring was full.
   std::ifstream f(std::string(getenv("RERAIL_PROFILE_DIR")) + "/rerail-r0-00000000000be7c4.summary.json");
   nlohmann::json sum = nlohmann::json::parse(f, nullptr, false);
   if (sum.is_object())
-    std::printf("collector: %llu trace events written, %llu records dropped (ring full), %llu orphan records\n",
-                sum["trace_events"].get<unsigned long long>(), sum["dropped_records"].get<unsigned long long>(),
-                sum["orphan_records"].get<unsigned long long>());
+    std::printf(
+        "collector: %llu trace events written, %llu records dropped (ring full), %llu orphan records\n",
+        sum["trace_events"].get<unsigned long long>(), sum["dropped_records"].get<unsigned long long>(),
+        sum["orphan_records"].get<unsigned long long>());
   benchmark::Shutdown();
   return 0;
 }

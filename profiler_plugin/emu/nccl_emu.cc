@@ -33,10 +33,12 @@ void EmuLogger(int level, unsigned long flags, const char* file, int line, const
 }
 
 // NCCL's gating (src/plugin/profiler.cc): an event is started when its own bit or a descendant's is set.
-constexpr int kGroupNeeds = RR_PROF_GROUP | RR_PROF_COLL | RR_PROF_P2P | RR_PROF_PROXY_OP | RR_PROF_PROXY_STEP |
-                            RR_PROF_KERNEL_CH | RR_PROF_NET_PLUGIN;
-constexpr int kCollNeeds = RR_PROF_COLL | RR_PROF_PROXY_OP | RR_PROF_PROXY_STEP | RR_PROF_KERNEL_CH | RR_PROF_NET_PLUGIN;
-constexpr int kP2pNeeds = RR_PROF_P2P | RR_PROF_PROXY_OP | RR_PROF_PROXY_STEP | RR_PROF_KERNEL_CH | RR_PROF_NET_PLUGIN;
+constexpr int kGroupNeeds = RR_PROF_GROUP | RR_PROF_COLL | RR_PROF_P2P | RR_PROF_PROXY_OP |
+                            RR_PROF_PROXY_STEP | RR_PROF_KERNEL_CH | RR_PROF_NET_PLUGIN;
+constexpr int kCollNeeds =
+    RR_PROF_COLL | RR_PROF_PROXY_OP | RR_PROF_PROXY_STEP | RR_PROF_KERNEL_CH | RR_PROF_NET_PLUGIN;
+constexpr int kP2pNeeds =
+    RR_PROF_P2P | RR_PROF_PROXY_OP | RR_PROF_PROXY_STEP | RR_PROF_KERNEL_CH | RR_PROF_NET_PLUGIN;
 constexpr int kOpNeeds = RR_PROF_PROXY_OP | RR_PROF_PROXY_STEP | RR_PROF_NET_PLUGIN;
 constexpr int kStepNeeds = RR_PROF_PROXY_STEP | RR_PROF_NET_PLUGIN;
 
@@ -51,15 +53,18 @@ rrProfEventDescr_v5_t Descr(uint64_t type, void* parent, int rank) {
 
 }  // namespace
 
-Status NcclEmu::Open(const std::string& path, const CommInfo& comm, std::unique_ptr<NcclEmu>* out, int version) {
+Status NcclEmu::Open(const std::string& path, const CommInfo& comm, std::unique_ptr<NcclEmu>* out,
+                     int version) {
   std::unique_ptr<NcclEmu> emu(new NcclEmu());
   emu->lib_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (emu->lib_ == nullptr) return Status(Code::kSystemError, "dlopen(" + path + "): " + dlerror());
-  if (version == 0 || version == 6) emu->v6_ = static_cast<const rrProfiler_v6_t*>(dlsym(emu->lib_, "ncclProfiler_v6"));
+  if (version == 0 || version == 6)
+    emu->v6_ = static_cast<const rrProfiler_v6_t*>(dlsym(emu->lib_, "ncclProfiler_v6"));
   if (emu->v6_ == nullptr && (version == 0 || version == 5))
     emu->v5_ = static_cast<const rrProfiler_v5_t*>(dlsym(emu->lib_, "ncclProfiler_v5"));
   if (emu->v6_ == nullptr && emu->v5_ == nullptr)
-    return Status::InvalidUsage(path + " exports no ncclProfiler_v" + (version ? std::to_string(version) : "6/_v5"));
+    return Status::InvalidUsage(path + " exports no ncclProfiler_v" +
+                                (version ? std::to_string(version) : "6/_v5"));
   emu->version_ = emu->v6_ != nullptr ? 6 : 5;
   emu->rank_ = comm.rank;
   int rc;
@@ -117,14 +122,18 @@ void* NcclEmu::Start(rrProfEventDescr_v5_t* d) {
 
 void NcclEmu::Record(void* handle, int state, rrProfEventStateArgs_v5_t* args) {
   if (handle == nullptr || finalized_) return;
-  if (v6_ != nullptr) v6_->recordEventState(handle, state, args);
-  else v5_->recordEventState(handle, state, args);
+  if (v6_ != nullptr)
+    v6_->recordEventState(handle, state, args);
+  else
+    v5_->recordEventState(handle, state, args);
 }
 
 void NcclEmu::Stop(void* handle) {
   if (handle == nullptr || finalized_) return;
-  if (v6_ != nullptr) v6_->stopEvent(handle);
-  else v5_->stopEvent(handle);
+  if (v6_ != nullptr)
+    v6_->stopEvent(handle);
+  else
+    v5_->stopEvent(handle);
 }
 
 void* NcclEmu::StartGroup() {
@@ -228,7 +237,9 @@ void NcclEmu::ProxyCtrlState(void* handle, int state, int appended_ops) {
   Record(handle, state, &a);
 }
 
-rrProfNetCallback_t NcclEmu::NetCallback() { return &NcclEmu::Callback; }
+rrProfNetCallback_t NcclEmu::NetCallback() {
+  return &NcclEmu::Callback;
+}
 
 int NcclEmu::Callback(void** eHandle, int type, void* pHandle, int64_t pluginId, void* extData) {
   if (eHandle == nullptr) return static_cast<int>(Code::kInvalidArgument);

@@ -76,7 +76,8 @@ class NcclEmu {
   };
 
   // `version`: 0 = newest exported (v6, then v5), or 5 / 6 to force one.
-  static Status Open(const std::string& path, const CommInfo& comm, std::unique_ptr<NcclEmu>* out, int version = 0);
+  static Status Open(const std::string& path, const CommInfo& comm, std::unique_ptr<NcclEmu>* out,
+                     int version = 0);
   ~NcclEmu();
   NcclEmu(const NcclEmu&) = delete;
   NcclEmu& operator=(const NcclEmu&) = delete;

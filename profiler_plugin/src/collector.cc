@@ -19,21 +19,33 @@ int TrackFor(const EventRec& ev, const EventRec* parent) {
   rrProfEventDescr_v5_t d;
   std::memcpy(reinterpret_cast<char*>(&d) + offsetof(rrProfEventDescr_v5_t, coll), ev.payload, kPayloadBytes);
   switch (ev.type) {
-    case RR_PROF_GROUP: case RR_PROF_COLL: case RR_PROF_P2P:
-    case RR_PROF_CE_COLL: case RR_PROF_CE_SYNC: case RR_PROF_CE_BATCH:
+    case RR_PROF_GROUP:
+    case RR_PROF_COLL:
+    case RR_PROF_P2P:
+    case RR_PROF_CE_COLL:
+    case RR_PROF_CE_SYNC:
+    case RR_PROF_CE_BATCH:
       return track::kCollectives;
-    case RR_PROF_GROUP_API: case RR_PROF_COLL_API: case RR_PROF_P2P_API: case RR_PROF_KERNEL_LAUNCH:
+    case RR_PROF_GROUP_API:
+    case RR_PROF_COLL_API:
+    case RR_PROF_P2P_API:
+    case RR_PROF_KERNEL_LAUNCH:
       return track::kApi;
-    case RR_PROF_PROXY_CTRL: return track::kProxyCtrl;
-    case RR_PROF_PROXY_OP: return track::kProxyBase + d.proxyOp.channelId * 2 + (d.proxyOp.isSend ? 1 : 0);
-    case RR_PROF_PROXY_STEP: return parent != nullptr ? parent->track : track::kProxyBase;
-    case RR_PROF_KERNEL_CH: return track::kKernelBase + d.kernelCh.channelId;
+    case RR_PROF_PROXY_CTRL:
+      return track::kProxyCtrl;
+    case RR_PROF_PROXY_OP:
+      return track::kProxyBase + d.proxyOp.channelId * 2 + (d.proxyOp.isSend ? 1 : 0);
+    case RR_PROF_PROXY_STEP:
+      return parent != nullptr ? parent->track : track::kProxyBase;
+    case RR_PROF_KERNEL_CH:
+      return track::kKernelBase + d.kernelCh.channelId;
     case RR_PROF_NET_PLUGIN: {
       rrProfNetEvent_v1_t n;
       if (NetDescr(ev, &n) && n.rail >= 0) return track::kRailBase + n.rail;
       return parent != nullptr ? parent->track : track::kNetOther;
     }
-    default: return track::kCollectives;
+    default:
+      return track::kCollectives;
   }
 }
 
@@ -107,18 +119,28 @@ void Collector::Pass(bool stopping) {
   drained_.clear();
   RingRegistry::Get().DrainAll(&drained_);
   g_.dropped_records = RingRegistry::Get().TotalDropped();
-  std::vector<Pending> work;
-  work.swap(deferred_);
-  work.reserve(work.size() + drained_.size());
-  for (const Record& r : drained_) work.push_back({r, false});
-  // Time order with starts before states before stops at equal times; the retry keeps late starts safe.
-  std::stable_sort(work.begin(), work.end(), [](const Pending& a, const Pending& b) {
-    if (a.rec.ts != b.rec.ts) return a.rec.ts < b.rec.ts;
-    return static_cast<int>(a.rec.op) < static_cast<int>(b.rec.op);
-  });
-  for (const Pending& p : work) {
-    bool last = p.retried || stopping;
-    if (!Apply(p.rec, last)) deferred_.push_back({p.rec, true});
+  std::vector<Pending> retry;
+  retry.swap(deferred_);
+  // Sort small keys, not the 128-byte records: time order, starts before states before stops at equal
+  // times; retried records (older) index into `retry` with the top bit set.
+  constexpr uint32_t kRetryBit = 1u << 31;
+  struct Key {
+    uint64_t ts;
+    uint32_t op;
+    uint32_t idx;
+  };
+  std::vector<Key> keys;
+  keys.reserve(drained_.size() + retry.size());
+  for (uint32_t i = 0; i < retry.size(); ++i)
+    keys.push_back({retry[i].rec.ts, static_cast<uint32_t>(retry[i].rec.op), i | kRetryBit});
+  for (uint32_t i = 0; i < drained_.size(); ++i)
+    keys.push_back({drained_[i].ts, static_cast<uint32_t>(drained_[i].op), i});
+  std::stable_sort(keys.begin(), keys.end(),
+                   [](const Key& a, const Key& b) { return a.ts != b.ts ? a.ts < b.ts : a.op < b.op; });
+  for (const Key& k : keys) {
+    bool is_retry = (k.idx & kRetryBit) != 0;
+    const Record& rec = is_retry ? retry[k.idx & ~kRetryBit].rec : drained_[k.idx];
+    if (!Apply(rec, is_retry || stopping)) deferred_.push_back({rec, true});
   }
 
   uint64_t now = NowNs();
@@ -130,6 +152,7 @@ void Collector::Pass(bool stopping) {
   }
   int64_t flush_s = Params::Int(ParamId::ProfileFlushS);
   for (Context* c : ctxs) {
+    if (c->out != nullptr) c->out->FlushTrace();
     if (c->closing.load(std::memory_order_acquire)) {
       // Two passes after finalize: the second one settles records the first one deferred.
       if (++c->close_passes >= 2) FinishContext(c);
@@ -147,7 +170,8 @@ void Collector::Pass(bool stopping) {
 
 bool Collector::Apply(const Record& r, bool last_try) {
   switch (r.op) {
-    case RecOp::kBegin: return OnBegin(r, last_try);
+    case RecOp::kBegin:
+      return OnBegin(r, last_try);
     case RecOp::kState:
       if (OnState(r)) return true;
       break;
@@ -167,10 +191,18 @@ bool Collector::OnBegin(const Record& r, bool last_try) {
     return true;
   }
   EventRec* parent = nullptr;
+  const Written* written = nullptr;
   if (r.parent != 0) {
     auto it = open_.find(r.parent);
-    if (it != open_.end()) parent = &it->second;
-    else if (!last_try) return false;
+    if (it != open_.end()) {
+      parent = &it->second;
+    } else {
+      auto wit = written_.find(r.parent);
+      if (wit != written_.end())
+        written = &wit->second;
+      else if (!last_try)
+        return false;
+    }
   }
   if (open_.size() >= kMaxOpen) {
     ++g_.dropped_open;
@@ -180,7 +212,7 @@ bool Collector::OnBegin(const Record& r, bool last_try) {
   ev.ctx = ctx;
   ev.id = r.id;
   ev.parent_id = parent != nullptr ? r.parent : 0;
-  ev.parent_lost = r.parent != 0 && parent == nullptr;
+  ev.parent_lost = r.parent != 0 && parent == nullptr && written == nullptr;
   ev.type = r.type;
   ev.seq = ++ctx->next_seq;
   ev.visible = (ctx->visible_mask & static_cast<int>(r.type)) != 0;
@@ -190,8 +222,15 @@ bool Collector::OnBegin(const Record& r, bool last_try) {
   if (parent != nullptr) {
     ev.vis_parent = parent->visible ? parent->seq : parent->vis_parent;
     ++parent->pending_children;
+  } else if (written != nullptr) {
+    ev.vis_parent = written->visible ? written->seq : written->vis_parent;
   }
   ev.track = TrackFor(ev, parent);
+  if (parent == nullptr && written != nullptr && ev.type == RR_PROF_PROXY_STEP) ev.track = written->track;
+  // Spans get a lane; instants (rerail point events) sit on lane 0 of their rail, at zero width.
+  rrProfNetEvent_v1_t n;
+  bool instant = NetDescr(ev, &n) && n.kind != RR_PROF_NET_EV_IO;
+  if (ev.visible && !instant) lanes_.Place(&ev, parent != nullptr && parent->visible ? parent : nullptr);
   open_.emplace(r.id, std::move(ev));
   return true;
 }
@@ -241,7 +280,9 @@ void Collector::Complete(uint64_t id) {
     if (it == open_.end()) return;
     EventRec ev = std::move(it->second);
     open_.erase(it);
+    lanes_.Leave(ev);
     if (ev.ctx->out != nullptr) ev.ctx->out->Emit(ev);
+    Remember(ev);
     id = 0;
     if (ev.parent_id == 0) break;
     auto pit = open_.find(ev.parent_id);
@@ -251,6 +292,19 @@ void Collector::Complete(uint64_t id) {
     p.last_ns = std::max(p.last_ns, ev.last_ns);
     if (p.stop_ns != 0 && p.pending_children == 0 && !Lingers(p.type)) id = ev.parent_id;
   }
+}
+
+void Collector::Remember(const EventRec& ev) {
+  // Only events that can have children starting after they are written.
+  if (!Lingers(ev.type) && ev.type != RR_PROF_PROXY_OP) return;
+  if (written_order_.size() < kRecentWritten) {
+    written_order_.push_back(ev.id);
+  } else {
+    written_.erase(written_order_[written_next_]);
+    written_order_[written_next_] = ev.id;
+    written_next_ = (written_next_ + 1) % kRecentWritten;
+  }
+  written_[ev.id] = Written{ev.seq, ev.vis_parent, ev.visible, ev.track};
 }
 
 void Collector::ReleaseLingering(uint64_t now, Context* only_closing) {
@@ -263,8 +317,10 @@ void Collector::ReleaseLingering(uint64_t now, Context* only_closing) {
     const EventRec& ev = it->second;
     bool force = only_closing != nullptr && ev.ctx == only_closing;
     bool quiet = ev.pending_children == 0 && now >= ev.last_ns + linger_ns_;
-    if (force || quiet) ready.push_back(id);
-    else keep.push_back(id);
+    if (force || quiet)
+      ready.push_back(id);
+    else
+      keep.push_back(id);
   }
   std::sort(ready.begin(), ready.end(), [this](uint64_t a, uint64_t b) {
     return open_.at(a).type > open_.at(b).type;  // Coll/P2p (2, 4) before Group (1)
@@ -303,11 +359,12 @@ void Collector::FinishContext(Context* ctx) {
   for (auto& [id, ev] : open_)
     if (ev.ctx == ctx) rest.push_back(id);
   for (uint64_t id : rest) Complete(id);
+  lanes_.Forget(ctx);
   if (ctx->out != nullptr) {
     ctx->out->WriteSnapshots(g_, true);
     RR_INFO_P(kP, log::kFlagInit, "rank %d comm %llx: %llu trace events written to %s", ctx->rank,
-              static_cast<unsigned long long>(ctx->comm_id), static_cast<unsigned long long>(ctx->out->emitted()),
-              ctx->out->trace_path().c_str());
+              static_cast<unsigned long long>(ctx->comm_id),
+              static_cast<unsigned long long>(ctx->out->emitted()), ctx->out->trace_path().c_str());
     ctx->out.reset();
   }
   {

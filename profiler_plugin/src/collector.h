@@ -15,6 +15,8 @@
 //         the host right after enqueue, long before their proxy operations finish. Such events stay open
 //         ("linger") for linger_ns after their last activity so late children can still attach.
 //       - Events never stopped when their comm closes are written with args.unfinished = true.
+//       - A child starting after its parent was written (later than the linger time) still names it as
+//         parent (a bounded memory of recently written parents), but cannot extend its extent.
 //   * Memory: open events are capped (kMaxOpen); starts beyond it are dropped and counted.
 #pragma once
 
@@ -27,12 +29,13 @@
 
 #include "comm_output.h"
 #include "event_model.h"
+#include "lanes.h"
 
 namespace rr::prof {
 
 class Collector {
  public:
-  static constexpr size_t kMaxOpen = 1u << 20;
+  static constexpr size_t kMaxOpen = 1u << 18;     // ~240 B each: at most ~60 MiB of open events
   static constexpr uint64_t kPassNs = 10'000'000;  // the thread wakes every 10 ms
 
   explicit Collector(uint64_t linger_ns = 500'000'000ull) : linger_ns_(linger_ns) {}
@@ -64,16 +67,29 @@ class Collector {
   void FinishContext(Context* ctx);
   static bool Lingers(uint32_t type);
 
+  // What a late child needs from an already written parent (its trace id and track).
+  struct Written {
+    uint64_t seq, vis_parent;
+    bool visible;
+    int track;
+  };
+  static constexpr size_t kRecentWritten = 1u << 16;
+  void Remember(const EventRec& ev);
+
   const uint64_t linger_ns_;
   std::unordered_map<uint64_t, EventRec> open_;
+  LaneMap lanes_;
+  std::unordered_map<uint64_t, Written> written_;  // the last kRecentWritten Group/Coll/P2p/ProxyOp events
+  std::vector<uint64_t> written_order_;            // ring of their ids, oldest at written_next_
+  size_t written_next_ = 0;
   std::vector<uint64_t> lingering_;  // stopped Group/Coll/P2p ids waiting for late children
   std::vector<Pending> deferred_;
   std::vector<Record> drained_;
   GlobalCounters g_;
 
   std::mutex mu_;
-  std::condition_variable cv_;   // wakes the thread
-  std::condition_variable done_; // signals a finished Close()
+  std::condition_variable cv_;    // wakes the thread
+  std::condition_variable done_;  // signals a finished Close()
   std::vector<Context*> contexts_;
   bool running_ = false;
   bool stop_ = false;

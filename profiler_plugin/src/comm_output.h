@@ -6,8 +6,9 @@
 //
 // Contract
 //   * Used by the collector thread only (no locking inside). Never called from NCCL's threads.
-//   * The trace is streamed: Emit() appends each completed event and the file always ends with a valid
-//     closing tail (rewritten after each batch), so it parses at any flush point and memory stays bounded.
+//   * The trace is streamed: Emit() queues each completed event, FlushTrace() appends the batch and the file
+//     always ends with a valid closing tail (rewritten after each batch), so it parses after every flush
+//     and memory stays bounded (at most kFlushBytes are held).
 //     Trace timestamps are µs since the process's first profiler init (otherData.t0_unix_ns says when
 //     that was, so traces of several ranks can be aligned).
 //   * Summary and textfile are rewritten whole by WriteSnapshots(): written to a temporary file in the
@@ -38,7 +39,8 @@ struct RailStats {
 
 // Collective latency histogram (host start of the collective → end of its last proxy operation).
 struct LatencyHist {
-  static constexpr double kBoundsUs[] = {10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000, 1e6};
+  static constexpr double kBoundsUs[] = {10,   25,   50,    100,   250,    500, 1000,
+                                         2500, 5000, 10000, 25000, 100000, 1e6};
   static constexpr size_t kN = sizeof(kBoundsUs) / sizeof(kBoundsUs[0]);
   uint64_t buckets[kN + 1] = {};  // non-cumulative; the last one is +Inf
   uint64_t count = 0;
@@ -71,7 +73,10 @@ class CommOutput {
   Status Open();
   // Appends one completed event to the trace (if visible) and updates the metrics.
   void Emit(const EventRec& ev);
-  // Rewrites the trace tail, the summary and the textfile. `final` marks the summary as complete.
+  // Writes the events emitted since the last flush to the trace file (one write per batch, so the
+  // collector calls it once per pass; also done when the batch exceeds kFlushBytes).
+  void FlushTrace();
+  // Flushes the trace, rewrites the summary and the textfile. `final` marks the summary as complete.
   void WriteSnapshots(const GlobalCounters& g, bool final);
 
   const std::string& trace_path() const { return trace_path_; }
@@ -93,7 +98,9 @@ class CommOutput {
   uint64_t t0_mono_ns_;
   int64_t t0_unix_ns_;
   FILE* trace_ = nullptr;
-  long tail_pos_ = 0;       // where the closing tail starts
+  long tail_pos_ = 0;    // where the closing tail starts
+  std::string pending_;  // events not yet written
+  static constexpr size_t kFlushBytes = 1 << 20;
   bool first_event_ = true;
   bool trace_failed_ = false, summary_warned_ = false, prom_warned_ = false;
   std::set<int> tracks_;

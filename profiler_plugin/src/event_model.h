@@ -42,11 +42,11 @@ class Context {
 
   // ---- collector side ---------------------------------------------------------------------------
   std::unique_ptr<CommOutput> out;
-  uint64_t next_seq = 0;          // trace ids of this comm's events (1, 2, ...)
-  uint64_t next_flush_ns = 0;     // next periodic snapshot (0 = only at finalize)
+  uint64_t next_seq = 0;             // trace ids of this comm's events (1, 2, ...)
+  uint64_t next_flush_ns = 0;        // next periodic snapshot (0 = only at finalize)
   std::atomic<bool> closing{false};  // finalize() asked the collector to close this comm
   std::atomic<bool> closed{false};   // the collector wrote the final outputs
-  int close_passes = 0;           // drain passes done since closing (two settle deferred records)
+  int close_passes = 0;              // drain passes done since closing (two settle deferred records)
 };
 
 struct StateMark {
@@ -57,19 +57,21 @@ struct StateMark {
 
 struct EventRec {
   Context* ctx = nullptr;
-  uint64_t id = 0;          // NCCL-facing handle
-  uint64_t parent_id = 0;   // handle of the structural parent (0 = root)
-  uint32_t type = 0;        // RR_PROF_* bit
-  uint64_t seq = 0;         // trace id within the comm
-  uint64_t vis_parent = 0;  // trace id of the nearest visible ancestor (0 = none)
-  bool parent_lost = false; // a parent handle was given but never seen (dropped or already closed)
+  uint64_t id = 0;           // NCCL-facing handle
+  uint64_t parent_id = 0;    // handle of the structural parent (0 = root)
+  uint32_t type = 0;         // RR_PROF_* bit
+  uint64_t seq = 0;          // trace id within the comm
+  uint64_t vis_parent = 0;   // trace id of the nearest visible ancestor (0 = none)
+  bool parent_lost = false;  // a parent handle was given but never seen (dropped or already closed)
   bool visible = false;
   bool rerail_net = false;  // payload holds an rrProfNetEvent_v1_t
   bool unfinished = false;  // never stopped before its comm was finalized
-  int track = 0;            // trace tid
+  int track = 0;            // base track (track::*); the trace tid is track::Tid(track, lane)
+  int lane = -1;            // sub-track (lanes.h); -1 = not placed (not written, or an instant)
+  int depth = 0;            // nesting depth on its lane
   uint64_t begin_ns = 0;
-  uint64_t stop_ns = 0;     // 0 while running
-  uint64_t last_ns = 0;     // max(stop, children's ends): the event's extent in the trace
+  uint64_t stop_ns = 0;  // 0 while running
+  uint64_t last_ns = 0;  // max(stop, children's ends): the event's extent in the trace
   uint32_t pending_children = 0;
   std::vector<StateMark> states;  // capped at kMaxStates
   alignas(8) unsigned char payload[kPayloadBytes] = {};
@@ -83,10 +85,14 @@ constexpr int kCollectives = 1;
 constexpr int kApi = 2;
 constexpr int kProxyCtrl = 3;
 constexpr int kNetOther = 4;
-constexpr int kProxyBase = 100;   // + channel * 2 + isSend
-constexpr int kKernelBase = 700;  // + channel
-constexpr int kRailBase = 1000;   // + rail
-std::string Name(int tid);
+constexpr int kProxyBase = 100;     // + channel * 2 + isSend
+constexpr int kKernelBase = 700;    // + channel
+constexpr int kRailBase = 1000;     // + rail
+constexpr int kLaneStride = 10000;  // tid = base + lane * kLaneStride
+inline int Tid(int base, int lane) {
+  return base + (lane > 0 ? lane * kLaneStride : 0);
+}
+std::string Name(int tid);  // "rail 1", "rail 1 #2" for its second lane, ...
 }  // namespace track
 
 }  // namespace rr::prof

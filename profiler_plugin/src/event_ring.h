@@ -41,7 +41,7 @@ struct Record {
   uint32_t type;    // kBegin: RR_PROF_* bit
   RecOp op;
   uint8_t pad;
-  uint16_t state;   // kState: NCCL state value
+  uint16_t state;  // kState: NCCL state value
   alignas(8) unsigned char payload[kPayloadBytes];
 };
 static_assert(sizeof(Record) == 128, "records are two cache lines");
@@ -52,11 +52,16 @@ constexpr int kThreadBits = 20;
 constexpr int kTypeShift = 56;
 constexpr uint64_t kRerailNet = 1ull << 60;
 inline uint64_t Make(uint64_t seq, uint32_t thread, int typeIndex, bool rerailNet) {
-  return (seq & ((1ull << kSeqBits) - 1)) | (static_cast<uint64_t>(thread & ((1u << kThreadBits) - 1)) << kSeqBits) |
+  return (seq & ((1ull << kSeqBits) - 1)) |
+         (static_cast<uint64_t>(thread & ((1u << kThreadBits) - 1)) << kSeqBits) |
          (static_cast<uint64_t>(typeIndex & 0xf) << kTypeShift) | (rerailNet ? kRerailNet : 0);
 }
-inline uint32_t TypeBit(uint64_t id) { return 1u << ((id >> kTypeShift) & 0xf); }
-inline bool IsRerailNet(uint64_t id) { return (id & kRerailNet) != 0; }
+inline uint32_t TypeBit(uint64_t id) {
+  return 1u << ((id >> kTypeShift) & 0xf);
+}
+inline bool IsRerailNet(uint64_t id) {
+  return (id & kRerailNet) != 0;
+}
 }  // namespace handle
 
 class Ring {
@@ -79,7 +84,9 @@ class Ring {
     return &slots_[h & mask_];
   }
   void Publish() { head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
-  uint64_t NextId(int typeIndex, bool rerailNet) { return handle::Make(++seq_, thread_, typeIndex, rerailNet); }
+  uint64_t NextId(int typeIndex, bool rerailNet) {
+    return handle::Make(++seq_, thread_, typeIndex, rerailNet);
+  }
 
   // Consumer side: appends every published record to `out`; returns how many.
   size_t Drain(std::vector<Record>* out);

@@ -22,8 +22,9 @@ namespace rr::prof {
 namespace {
 
 constexpr const char* kP = "PROFILER/rerail";
-constexpr const char* kMaskWords = "group,coll,p2p,proxyop,proxystep,proxyctrl,kernelch,net,groupapi,collapi,"
-                                   "p2papi,kernellaunch,cecoll,cesync,cebatch,all, or a number";
+constexpr const char* kMaskWords =
+    "group,coll,p2p,proxyop,proxystep,proxyctrl,kernelch,net,groupapi,collapi,"
+    "p2papi,kernellaunch,cecoll,cesync,cebatch,all, or a number";
 constexpr size_t kCollParentGroupOff = 80;  // coll.parentGroup (104) - union start (24)
 constexpr size_t kP2pParentGroupOff = 40;   // p2p.parentGroup (64) - 24
 constexpr size_t kNetDataOff = 8;           // netPlugin.data (32) - 24
@@ -70,7 +71,8 @@ bool IsRerailNetId(int64_t id) {
 Status EnsureDir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::InvalidUsage("RERAIL_PROFILE_DIR=" + dir + ": cannot create directory: " + ec.message());
+  if (ec)
+    return Status::InvalidUsage("RERAIL_PROFILE_DIR=" + dir + ": cannot create directory: " + ec.message());
   if (!std::filesystem::is_directory(dir, ec))
     return Status::InvalidUsage("RERAIL_PROFILE_DIR=" + dir + " is not a directory");
   return Status::Ok();
@@ -83,12 +85,32 @@ std::string MaskNames(int mask) {
   return s.empty() ? "none" : s;
 }
 
+// RERAIL_PROFILE_MASK and RERAIL_PROFILE_DIR, with the WARN lines bad values deserve.
+Status ReadConfig(uint64_t comm_id, int* mask, std::string* dir) {
+  Status st = Params::Load();
+  if (!st.ok()) {
+    RR_WARN_P(kP, "%s", st.message().c_str());
+    return st;
+  }
+  std::string bad;
+  *mask = ParseMask(Params::Str(ParamId::ProfileMask), &bad);
+  if (!bad.empty())
+    RR_WARN_P(kP, "RERAIL_PROFILE_MASK=%s: unknown event kind(s) '%s' ignored; accepted: %s",
+              Params::Str(ParamId::ProfileMask).c_str(), bad.c_str(), kMaskWords);
+  *dir = Params::Str(ParamId::ProfileDir).empty() ? "." : Params::Str(ParamId::ProfileDir);
+  st = EnsureDir(*dir);
+  if (!st.ok())
+    RR_WARN_P(kP, "%s; profiling disabled for comm %llx", st.message().c_str(),
+              static_cast<unsigned long long>(comm_id));
+  return st;
+}
+
 }  // namespace
 
 int ParseMask(const std::string& text, std::string* bad) {
-  static const char* const kWords[] = {"group",   "coll",   "p2p",     "proxyop",  "proxystep",
-                                       "proxyctrl", "kernelch", "net",  "groupapi", "collapi",
-                                       "p2papi",  "kernellaunch", "cecoll", "cesync", "cebatch"};
+  static const char* const kWords[] = {"group",     "coll",         "p2p",    "proxyop",  "proxystep",
+                                       "proxyctrl", "kernelch",     "net",    "groupapi", "collapi",
+                                       "p2papi",    "kernellaunch", "cecoll", "cesync",   "cebatch"};
   int mask = 0;
   std::stringstream ss(text);
   std::string w;
@@ -121,28 +143,16 @@ int ParseMask(const std::string& text, std::string* bad) {
   return mask;
 }
 
-Status Profiler::Init(Context** out, uint64_t comm_id, int* activation_mask, const char* comm_name, int n_nodes,
-                      int n_ranks, int rank, rrProfLogger_t logfn, int abi_version) {
-  if (out == nullptr || activation_mask == nullptr) return Status::Internal("profiler init: NULL context or mask");
+Status Profiler::Init(Context** out, uint64_t comm_id, int* activation_mask, const char* comm_name,
+                      int n_nodes, int n_ranks, int rank, rrProfLogger_t logfn, int abi_version) {
+  if (out == nullptr || activation_mask == nullptr)
+    return Status::Internal("profiler init: NULL context or mask");
   *out = nullptr;
   if (logfn != nullptr) log::SetLogger(reinterpret_cast<log::LoggerFn>(logfn));
-  Status st = Params::Load();
-  if (!st.ok()) {
-    RR_WARN_P(kP, "%s", st.message().c_str());
-    return st;
-  }
-  std::string bad;
-  int mask = ParseMask(Params::Str(ParamId::ProfileMask), &bad);
-  if (!bad.empty())
-    RR_WARN_P(kP, "RERAIL_PROFILE_MASK=%s: unknown event kind(s) '%s' ignored; accepted: %s",
-              Params::Str(ParamId::ProfileMask).c_str(), bad.c_str(), kMaskWords);
-  const std::string dir = Params::Str(ParamId::ProfileDir).empty() ? "." : Params::Str(ParamId::ProfileDir);
-  st = EnsureDir(dir);
-  if (!st.ok()) {
-    RR_WARN_P(kP, "%s; profiling disabled for comm %llx", st.message().c_str(),
-              static_cast<unsigned long long>(comm_id));
-    return st;
-  }
+  int mask = 0;
+  std::string dir;
+  Status st = ReadConfig(comm_id, &mask, &dir);
+  if (!st.ok()) return st;
 
   Global& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
@@ -240,8 +250,10 @@ void Profiler::State(void* handle, int state, const rrProfEventStateArgs_v5_t* a
   if (handle::IsRerailNet(id) && state == RR_PROF_STATE_NET_PLUGIN_UPDATE && args != nullptr)
     copied = CopyNet(rec->payload, args->netPlugin.data);
   if (!copied) {
-    if (args != nullptr) std::memcpy(rec->payload, args, sizeof(*args));
-    else std::memset(rec->payload, 0, sizeof(*args));
+    if (args != nullptr)
+      std::memcpy(rec->payload, args, sizeof(*args));
+    else
+      std::memset(rec->payload, 0, sizeof(*args));
   }
   ring->Publish();
 }
@@ -254,10 +266,12 @@ Status Profiler::Finalize(Context* ctx) {
     std::lock_guard<std::mutex> lock(g.mu);
     c = g.collector.get();
   }
-  if (c == nullptr || ctx->closed.load()) return Status::Internal("profiler finalize: context already finalized");
+  if (c == nullptr || ctx->closed.load())
+    return Status::Internal("profiler finalize: context already finalized");
   if (!c->Close(ctx, kFinalizeTimeoutMs))
     RR_WARN_P(kP, "rank %d comm %llx: profile not fully written within %llu ms", ctx->rank,
-              static_cast<unsigned long long>(ctx->comm_id), static_cast<unsigned long long>(kFinalizeTimeoutMs));
+              static_cast<unsigned long long>(ctx->comm_id),
+              static_cast<unsigned long long>(kFinalizeTimeoutMs));
   std::lock_guard<std::mutex> lock(g.mu);
   if (--g.refs == 0) {
     g.collector->Stop();

@@ -36,8 +36,8 @@ class Profiler {
  public:
   static constexpr uint64_t kFinalizeTimeoutMs = 30000;
 
-  static Status Init(Context** out, uint64_t comm_id, int* activation_mask, const char* comm_name, int n_nodes,
-                     int n_ranks, int rank, rrProfLogger_t logfn, int abi_version);
+  static Status Init(Context** out, uint64_t comm_id, int* activation_mask, const char* comm_name,
+                     int n_nodes, int n_ranks, int rank, rrProfLogger_t logfn, int abi_version);
   // `type`/`parent` are the descriptor header; `union_bytes` points at its 88-byte union (v5 and v6 share
   // the layout of every v5 member; v6 CE members are copied verbatim).
   static void Start(Context* ctx, void** handle, uint64_t type, void* parent, const void* union_bytes);

@@ -24,11 +24,14 @@ rrProfEventDescr_v6_t View6(const EventRec& ev) {
   return d;
 }
 
-const char* Str(const char* s) { return s != nullptr ? s : ""; }
+const char* Str(const char* s) {
+  return s != nullptr ? s : "";
+}
 
 json StatesJson(const EventRec& ev, const std::function<double(uint64_t)>& us) {
   json a = json::array();
-  for (const auto& m : ev.states) a.push_back({{"state", StateName(m.state)}, {"ts", us(m.ts)}, {"arg", m.arg}});
+  for (const auto& m : ev.states)
+    a.push_back({{"state", StateName(m.state)}, {"ts", us(m.ts)}, {"arg", m.arg}});
   return a;
 }
 
@@ -49,23 +52,70 @@ void NetArgs(const rrProfNetEvent_v1_t& n, json* args) {
   if (n.reason[0] != '\0') (*args)["reason"] = std::string(n.reason, strnlen(n.reason, sizeof(n.reason)));
 }
 
+// NCCL API events (v5) and copy-engine collective events (v6).
+std::string DescribeApiCe(const EventRec& ev, json* args) {
+  const rrProfEventDescr_v5_t d = View(ev);
+  const rrProfEventDescr_v6_t d6 = View6(ev);
+  switch (ev.type) {
+    case RR_PROF_GROUP_API:
+      *args = {{"groupDepth", d.groupApi.groupDepth}, {"graphCaptured", d.groupApi.graphCaptured}};
+      return "GroupApi";
+    case RR_PROF_COLL_API:
+      *args = {{"count", d.collApi.count},
+               {"datatype", Str(d.collApi.datatype)},
+               {"root", d.collApi.root},
+               {"graphCaptured", d.collApi.graphCaptured}};
+      return std::string(d.collApi.func != nullptr ? d.collApi.func : "Coll") + "Api";
+    case RR_PROF_P2P_API:
+      *args = {{"count", d.p2pApi.count},
+               {"datatype", Str(d.p2pApi.datatype)},
+               {"graphCaptured", d.p2pApi.graphCaptured}};
+      return std::string(d.p2pApi.func != nullptr ? d.p2pApi.func : "P2p") + "Api";
+    case RR_PROF_KERNEL_LAUNCH:
+      return "KernelLaunch";
+    case RR_PROF_CE_COLL: {
+      *args = {{"seq", d6.ceColl.seqNumber},          {"count", d6.ceColl.count},
+               {"datatype", Str(d6.ceColl.datatype)}, {"syncStrategy", Str(d6.ceColl.syncStrategy)},
+               {"batchSize", d6.ceColl.batchSize},    {"numBatches", d6.ceColl.numBatches}};
+      return std::string("CE ") + (d6.ceColl.func != nullptr ? d6.ceColl.func : "Coll");
+    }
+    case RR_PROF_CE_SYNC: {
+      *args = {{"nRanks", d6.ceSync.nRanks}, {"isComplete", d6.ceSync.isComplete}};
+      return "CE Sync";
+    }
+    case RR_PROF_CE_BATCH: {
+      *args = {{"numOps", d6.ceBatch.numOps}, {"totalBytes", d6.ceBatch.totalBytes}};
+      return "CE Batch";
+    }
+    default:
+      return "Event";
+  }
+}
+
 // Fills name and the type-specific args; returns the name.
 std::string Describe(const EventRec& ev, json* args) {
   const rrProfEventDescr_v5_t d = View(ev);
   switch (ev.type) {
-    case RR_PROF_GROUP: return "Group";
+    case RR_PROF_GROUP:
+      return "Group";
     case RR_PROF_COLL:
-      *args = {{"seq", d.coll.seqNumber}, {"count", d.coll.count},      {"datatype", Str(d.coll.datatype)},
-               {"root", d.coll.root},     {"algo", Str(d.coll.algo)},    {"proto", Str(d.coll.proto)},
-               {"nChannels", d.coll.nChannels}, {"nWarps", d.coll.nWarps}};
+      *args = {{"seq", d.coll.seqNumber},          {"count", d.coll.count},
+               {"datatype", Str(d.coll.datatype)}, {"root", d.coll.root},
+               {"algo", Str(d.coll.algo)},         {"proto", Str(d.coll.proto)},
+               {"nChannels", d.coll.nChannels},    {"nWarps", d.coll.nWarps}};
       return d.coll.func != nullptr ? d.coll.func : "Coll";
     case RR_PROF_P2P:
-      *args = {{"peer", d.p2p.peer}, {"count", d.p2p.count}, {"datatype", Str(d.p2p.datatype)},
+      *args = {{"peer", d.p2p.peer},
+               {"count", d.p2p.count},
+               {"datatype", Str(d.p2p.datatype)},
                {"nChannels", d.p2p.nChannels}};
       return d.p2p.func != nullptr ? d.p2p.func : "P2p";
     case RR_PROF_PROXY_OP:
-      *args = {{"channel", d.proxyOp.channelId}, {"peer", d.proxyOp.peer}, {"nSteps", d.proxyOp.nSteps},
-               {"chunkSize", d.proxyOp.chunkSize}, {"pid", d.proxyOp.pid}};
+      *args = {{"channel", d.proxyOp.channelId},
+               {"peer", d.proxyOp.peer},
+               {"nSteps", d.proxyOp.nSteps},
+               {"chunkSize", d.proxyOp.chunkSize},
+               {"pid", d.proxyOp.pid}};
       return d.proxyOp.isSend ? "ProxySend" : "ProxyRecv";
     case RR_PROF_PROXY_STEP: {
       (*args)["step"] = d.proxyStep.step;
@@ -74,7 +124,8 @@ std::string Describe(const EventRec& ev, json* args) {
       if (trans != 0) (*args)["transSize"] = trans;
       return "Step " + std::to_string(d.proxyStep.step);
     }
-    case RR_PROF_PROXY_CTRL: return "ProxyCtrl";
+    case RR_PROF_PROXY_CTRL:
+      return "ProxyCtrl";
     case RR_PROF_KERNEL_CH:
       *args = {{"channel", d.kernelCh.channelId}, {"pTimerStart", d.kernelCh.pTimer}};
       for (const auto& m : ev.states)
@@ -91,36 +142,8 @@ std::string Describe(const EventRec& ev, json* args) {
       (*args)["pluginId"] = id;
       return "NetPlugin";
     }
-    case RR_PROF_GROUP_API:
-      *args = {{"groupDepth", d.groupApi.groupDepth}, {"graphCaptured", d.groupApi.graphCaptured}};
-      return "GroupApi";
-    case RR_PROF_COLL_API:
-      *args = {{"count", d.collApi.count}, {"datatype", Str(d.collApi.datatype)}, {"root", d.collApi.root},
-               {"graphCaptured", d.collApi.graphCaptured}};
-      return std::string(d.collApi.func != nullptr ? d.collApi.func : "Coll") + "Api";
-    case RR_PROF_P2P_API:
-      *args = {{"count", d.p2pApi.count}, {"datatype", Str(d.p2pApi.datatype)},
-               {"graphCaptured", d.p2pApi.graphCaptured}};
-      return std::string(d.p2pApi.func != nullptr ? d.p2pApi.func : "P2p") + "Api";
-    case RR_PROF_KERNEL_LAUNCH: return "KernelLaunch";
-    case RR_PROF_CE_COLL: {
-      const rrProfEventDescr_v6_t d6 = View6(ev);
-      *args = {{"seq", d6.ceColl.seqNumber}, {"count", d6.ceColl.count}, {"datatype", Str(d6.ceColl.datatype)},
-               {"syncStrategy", Str(d6.ceColl.syncStrategy)}, {"batchSize", d6.ceColl.batchSize},
-               {"numBatches", d6.ceColl.numBatches}};
-      return std::string("CE ") + (d6.ceColl.func != nullptr ? d6.ceColl.func : "Coll");
-    }
-    case RR_PROF_CE_SYNC: {
-      const rrProfEventDescr_v6_t d6 = View6(ev);
-      *args = {{"nRanks", d6.ceSync.nRanks}, {"isComplete", d6.ceSync.isComplete}};
-      return "CE Sync";
-    }
-    case RR_PROF_CE_BATCH: {
-      const rrProfEventDescr_v6_t d6 = View6(ev);
-      *args = {{"numOps", d6.ceBatch.numOps}, {"totalBytes", d6.ceBatch.totalBytes}};
-      return "CE Batch";
-    }
-    default: return "Event";
+    default:
+      return DescribeApiCe(ev, args);
   }
 }
 
@@ -135,59 +158,91 @@ bool NetDescr(const EventRec& ev, rrProfNetEvent_v1_t* out) {
 
 const char* NetKindName(int kind) {
   switch (kind) {
-    case RR_PROF_NET_EV_IO: return "io";
-    case RR_PROF_NET_EV_FAILOVER: return "failover";
-    case RR_PROF_NET_EV_MIGRATION: return "migration";
-    case RR_PROF_NET_EV_FAILBACK: return "failback";
-    case RR_PROF_NET_EV_RETRANSMIT: return "retransmit";
-    case RR_PROF_NET_EV_RAIL_STATE: return "rail-state";
-    default: return "net-unknown";
+    case RR_PROF_NET_EV_IO:
+      return "io";
+    case RR_PROF_NET_EV_FAILOVER:
+      return "failover";
+    case RR_PROF_NET_EV_MIGRATION:
+      return "migration";
+    case RR_PROF_NET_EV_FAILBACK:
+      return "failback";
+    case RR_PROF_NET_EV_RETRANSMIT:
+      return "retransmit";
+    case RR_PROF_NET_EV_RAIL_STATE:
+      return "rail-state";
+    default:
+      return "net-unknown";
   }
 }
 
 const char* RailStateName(int state) {
   switch (state) {
-    case RR_PROF_RAIL_HEALTHY: return "healthy";
-    case RR_PROF_RAIL_SUSPECT: return "suspect";
-    case RR_PROF_RAIL_FAILED: return "failed";
-    case RR_PROF_RAIL_RECOVERING: return "recovering";
-    case RR_PROF_RAIL_PERM_FAILED: return "permanently-failed";
-    default: return "unknown";
+    case RR_PROF_RAIL_HEALTHY:
+      return "healthy";
+    case RR_PROF_RAIL_SUSPECT:
+      return "suspect";
+    case RR_PROF_RAIL_FAILED:
+      return "failed";
+    case RR_PROF_RAIL_RECOVERING:
+      return "recovering";
+    case RR_PROF_RAIL_PERM_FAILED:
+      return "permanently-failed";
+    default:
+      return "unknown";
   }
 }
 
 const char* TypeName(uint32_t type) {
-  static const char* const kNames[] = {"group",   "coll",     "p2p",    "proxyop",     "proxystep",
-                                       "proxyctrl", "kernelch", "net",  "groupapi",    "collapi",
-                                       "p2papi",  "kernellaunch", "cecoll", "cesync", "cebatch"};
+  static const char* const kNames[] = {"group",     "coll",         "p2p",    "proxyop",  "proxystep",
+                                       "proxyctrl", "kernelch",     "net",    "groupapi", "collapi",
+                                       "p2papi",    "kernellaunch", "cecoll", "cesync",   "cebatch"};
   int i = TypeIndex(type);
   return i < 0 ? "unknown" : kNames[i];
 }
 
 std::string StateName(int state) {
   switch (state) {
-    case RR_PROF_STATE_PROXY_STEP_SEND_GPU_WAIT: return "SendGPUWait";
-    case RR_PROF_STATE_PROXY_STEP_SEND_WAIT: return "SendWait";
-    case RR_PROF_STATE_PROXY_STEP_RECV_WAIT: return "RecvWait";
-    case RR_PROF_STATE_PROXY_STEP_RECV_FLUSH_WAIT: return "RecvFlushWait";
-    case RR_PROF_STATE_PROXY_STEP_RECV_GPU_WAIT: return "RecvGPUWait";
-    case RR_PROF_STATE_PROXY_CTRL_IDLE: return "Idle";
-    case RR_PROF_STATE_PROXY_CTRL_ACTIVE: return "Active";
-    case RR_PROF_STATE_PROXY_CTRL_SLEEP: return "Sleep";
-    case RR_PROF_STATE_PROXY_CTRL_WAKEUP: return "Wakeup";
-    case RR_PROF_STATE_PROXY_CTRL_APPEND: return "Append";
-    case RR_PROF_STATE_PROXY_CTRL_APPEND_END: return "AppendEnd";
-    case RR_PROF_STATE_PROXY_OP_IN_PROGRESS: return "InProgress";
-    case RR_PROF_STATE_PROXY_STEP_SEND_PEER_WAIT: return "SendPeerWait";
-    case RR_PROF_STATE_NET_PLUGIN_UPDATE: return "NetPluginUpdate";
-    case RR_PROF_STATE_KERNEL_CH_STOP: return "KernelChStop";
-    case RR_PROF_STATE_GROUP_START_API_STOP: return "GroupStartApiStop";
-    case RR_PROF_STATE_GROUP_END_API_START: return "GroupEndApiStart";
-    default: return "state" + std::to_string(state);
+    case RR_PROF_STATE_PROXY_STEP_SEND_GPU_WAIT:
+      return "SendGPUWait";
+    case RR_PROF_STATE_PROXY_STEP_SEND_WAIT:
+      return "SendWait";
+    case RR_PROF_STATE_PROXY_STEP_RECV_WAIT:
+      return "RecvWait";
+    case RR_PROF_STATE_PROXY_STEP_RECV_FLUSH_WAIT:
+      return "RecvFlushWait";
+    case RR_PROF_STATE_PROXY_STEP_RECV_GPU_WAIT:
+      return "RecvGPUWait";
+    case RR_PROF_STATE_PROXY_CTRL_IDLE:
+      return "Idle";
+    case RR_PROF_STATE_PROXY_CTRL_ACTIVE:
+      return "Active";
+    case RR_PROF_STATE_PROXY_CTRL_SLEEP:
+      return "Sleep";
+    case RR_PROF_STATE_PROXY_CTRL_WAKEUP:
+      return "Wakeup";
+    case RR_PROF_STATE_PROXY_CTRL_APPEND:
+      return "Append";
+    case RR_PROF_STATE_PROXY_CTRL_APPEND_END:
+      return "AppendEnd";
+    case RR_PROF_STATE_PROXY_OP_IN_PROGRESS:
+      return "InProgress";
+    case RR_PROF_STATE_PROXY_STEP_SEND_PEER_WAIT:
+      return "SendPeerWait";
+    case RR_PROF_STATE_NET_PLUGIN_UPDATE:
+      return "NetPluginUpdate";
+    case RR_PROF_STATE_KERNEL_CH_STOP:
+      return "KernelChStop";
+    case RR_PROF_STATE_GROUP_START_API_STOP:
+      return "GroupStartApiStop";
+    case RR_PROF_STATE_GROUP_END_API_START:
+      return "GroupEndApiStart";
+    default:
+      return "state" + std::to_string(state);
   }
 }
 
 std::string track::Name(int tid) {
+  if (tid >= kLaneStride) return Name(tid % kLaneStride) + " #" + std::to_string(tid / kLaneStride + 1);
   if (tid == kCollectives) return "collectives";
   if (tid == kApi) return "NCCL API";
   if (tid == kProxyCtrl) return "proxy ctrl";
@@ -210,7 +265,10 @@ json EventJson(const EventRec& ev, const std::function<double(uint64_t)>& us) {
   if (ev.unfinished) args["unfinished"] = true;
   if (!ev.states.empty() && ev.type != RR_PROF_KERNEL_CH) args["states"] = StatesJson(ev, us);
 
-  json j = {{"name", name}, {"cat", TypeName(ev.type)}, {"pid", ev.ctx->rank}, {"tid", ev.track}};
+  json j = {{"name", name},
+            {"cat", TypeName(ev.type)},
+            {"pid", ev.ctx->rank},
+            {"tid", track::Tid(ev.track, ev.lane)}};
   rrProfNetEvent_v1_t n;
   if (NetDescr(ev, &n) && n.kind != RR_PROF_NET_EV_IO) {
     j["ph"] = "i";

@@ -9,6 +9,7 @@
 //     that a rail cannot reach another rail's subnet.
 //   * IperfRate() measures TCP throughput with iperf3 (bits/s) from `from` to `to` over rail r; a
 //     negative value when iperf3 failed (the message goes to *err). Bounded by `seconds` + 15 s.
+//   * TcpStream: a long-lived verified stream for mid-stream faults (see the class).
 #pragma once
 
 #include <arpa/inet.h>
@@ -21,7 +22,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <atomic>
 #include <future>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -153,5 +156,116 @@ inline double IperfRate(NetnsTopology& t, int from, int to, int r, int seconds, 
     return -1;
   }
 }
+
+// A continuous, verified TCP stream from host `from` to host `to` over rail r, to watch what a fault
+// does to a connection in flight (stall, resume, reset). Start() connects (bounded by timeout_ms);
+// received() counts verified bytes (thread-safe); Stop() ends both threads within ~250 ms and returns
+// the first error seen ("" when none). The destructor stops it.
+class TcpStream {
+ public:
+  TcpStream(NetnsTopology& t, int from, int to, int r) : t_(t), from_(from), to_(to), r_(r) {}
+  ~TcpStream() { (void)Stop(); }
+
+  std::string Start(int timeout_ms) {
+    std::string addr = t_.Addr(to_, r_);
+    std::promise<int> port_p;
+    std::future<int> port_f = port_p.get_future();
+    receiver_ = t_.SpawnInHost(to_, [this, addr, timeout_ms, &port_p] {
+      int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
+      socklen_t len = sizeof sa;
+      if (lfd < 0 || bind(lfd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || listen(lfd, 1) != 0 ||
+          getsockname(lfd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+        Fail(detail::Err("listen"));
+        port_p.set_value(-1);
+        if (lfd >= 0) close(lfd);
+        return;
+      }
+      port_p.set_value(ntohs(sa.sin_port));
+      pollfd p{lfd, POLLIN, 0};
+      int fd = poll(&p, 1, timeout_ms) == 1 ? accept(lfd, nullptr, nullptr) : -1;
+      close(lfd);
+      if (fd < 0) return Fail("accept failed or timed out");
+      ReceiveLoop(fd);
+      close(fd);
+    });
+    int port = port_f.get();
+    if (port <= 0) return Stop();
+    sender_ = t_.SpawnInHost(from_, [this, addr, port, timeout_ms] {
+      int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      detail::SetTimeouts(fd, timeout_ms);
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      sa.sin_port = htons(static_cast<uint16_t>(port));
+      inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
+      if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+        Fail(detail::Err("connect"));
+      } else {
+        connected_ = true;
+        SendLoop(fd);
+      }
+      close(fd);
+    });
+    for (int i = 0; i < timeout_ms / 10 && !connected_ && error().empty(); ++i) usleep(10000);
+    return connected_ ? "" : (error().empty() ? "connect timed out" : error());
+  }
+
+  uint64_t received() const { return received_.load(); }
+  uint64_t sent() const { return sent_.load(); }
+  std::string error() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return err_;
+  }
+  std::string Stop() {
+    stop_ = true;
+    if (sender_.joinable()) sender_.join();
+    if (receiver_.joinable()) receiver_.join();
+    return error();
+  }
+
+ private:
+  void Fail(const std::string& e) {
+    if (stop_) return;  // tearing down: one side's close resets the other; not a fault result
+    std::lock_guard<std::mutex> l(mu_);
+    if (err_.empty()) err_ = e;
+  }
+  void SendLoop(int fd) {
+    detail::SetTimeouts(fd, 200);  // wake up to notice Stop() while the rail is dead
+    std::vector<uint8_t> buf(65536);
+    uint64_t off = 0;
+    while (!stop_) {
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = PatternByte(off + i);
+      ssize_t w = send(fd, buf.data(), buf.size(), MSG_NOSIGNAL);
+      if (w < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (w <= 0) return Fail(detail::Err("send"));
+      off += static_cast<uint64_t>(w);
+      sent_ = off;
+    }
+  }
+  void ReceiveLoop(int fd) {
+    detail::SetTimeouts(fd, 200);
+    std::vector<uint8_t> buf(65536);
+    uint64_t got = 0;
+    while (!stop_) {
+      ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (n <= 0) return Fail(n == 0 ? "receiver: peer closed" : detail::Err("recv"));
+      for (ssize_t i = 0; i < n; ++i)
+        if (buf[i] != PatternByte(got + i)) return Fail("corrupt byte at offset " + std::to_string(got + i));
+      got += static_cast<uint64_t>(n);
+      received_ = got;
+    }
+  }
+
+  NetnsTopology& t_;
+  const int from_, to_, r_;
+  std::thread sender_, receiver_;
+  std::atomic<bool> stop_{false}, connected_{false};
+  std::atomic<uint64_t> received_{0}, sent_{0};
+  mutable std::mutex mu_;
+  std::string err_;
+};
 
 }  // namespace rr::testing

@@ -60,7 +60,8 @@ Status TryBadHandle(nb::Endpoint& ep, void* listen_comm, nb::Handle bad, const s
       if (r != rrNcclSuccess) break;
       if (done) return Status::Internal(what + ": a send on a connection made with it was reported done");
     }
-    if (dl.Expired()) return Status::Internal(what + ": no error within " + std::to_string(kErrorBoundMs) + " ms");
+    if (dl.Expired())
+      return Status::Internal(what + ": no error within " + std::to_string(kErrorBoundMs) + " ms");
     sched_yield();
   }
   if (sc != nullptr) (void)net.CloseSend(sc);
@@ -120,7 +121,8 @@ int GarbageHandlesChild(bool isolated) {
       bad.push_back({"random handle #" + std::to_string(seed), h});
     }
   } else {
-    fprintf(stderr, "note: no private network namespace; random-byte handles skipped (could name any address)\n");
+    fprintf(stderr,
+            "note: no private network namespace; random-byte handles skipped (could name any address)\n");
   }
   for (auto& [what, hb] : bad) {
     st = TryBadHandle(*ep, lc, hb, what);
@@ -129,7 +131,8 @@ int GarbageHandlesChild(bool isolated) {
   // The genuine peer is unaffected by all of the above.
   void *sc = nullptr, *rc = nullptr;
   st = SelfConnect(*ep, good, lc, &sc, &rc);
-  if (!st.ok()) return fprintf(stderr, "FAIL: genuine connection after bad handles: %s\n", st.ToString().c_str()), 1;
+  if (!st.ok())
+    return fprintf(stderr, "FAIL: genuine connection after bad handles: %s\n", st.ToString().c_str()), 1;
   // One process plays both ends: one thread sends on sc while another receives on rc.
   nb::Plan tx;
   tx.dir = "send", tx.sizes = {1, 4096, 100000}, tx.nmsgs = 6, tx.timeout_ms = 30000;
@@ -141,7 +144,8 @@ int GarbageHandlesChild(bool isolated) {
   t.join();
   if (!st.ok() || !st_rx.ok())
     return fprintf(stderr, "FAIL: traffic after bad handles: %s / %s\n", st.ToString().c_str(),
-                   st_rx.ToString().c_str()), 1;
+                   st_rx.ToString().c_str()),
+           1;
   (void)ep->net().CloseSend(sc);
   (void)ep->net().CloseRecv(rc);
   return 0;
@@ -149,6 +153,7 @@ int GarbageHandlesChild(bool isolated) {
 
 TEST(ConformanceHandles, GarbageAndTruncatedHandlesFailCleanly) {
   ArmWatchdog(100);
+  UseShortFailureBounds();
   pid_t pid = fork();  // before this process loads the plugin or starts any thread
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -195,6 +200,7 @@ bool ClosedByPeer(int fd, uint64_t bound_ms) {
 
 TEST(ConformanceHandles, StrangerWithoutTheNonceIsRejectedAndPeerUnaffected) {
   ArmWatchdog(100);
+  UseShortFailureBounds();
   Pair pair;
   ASSERT_OK(pair.Open());
   auto& net = pair.ep().net();
@@ -234,11 +240,51 @@ TEST(ConformanceHandles, StrangerWithoutTheNonceIsRejectedAndPeerUnaffected) {
   p.dir = "recv", p.sizes = {1, 65537, 1 << 20}, p.nmsgs = 6, p.seed = 1234;
   ASSERT_OK(pair.Run(p)) << "the genuine peer was affected by the strangers";
   for (int fd : talkers)
-    EXPECT_TRUE(ClosedByPeer(fd, kErrorBoundMs)) << "the connection of a stranger that sent garbage stayed open";
+    EXPECT_TRUE(ClosedByPeer(fd, kErrorBoundMs))
+        << "the connection of a stranger that sent garbage stayed open";
   EXPECT_GT(nb::LogCapture::Snapshot().size(), lines0) << "strangers were rejected without a log line";
   for (int fd : talkers) close(fd);
   for (int fd : idlers) close(fd);
   ASSERT_OK(pair.CloseAll());
+}
+
+// Listens that NCCL closes without accepting (shared comms), devices that do not exist, and a
+// handle whose listener is already gone.
+TEST(ConformanceHandles, ListenConnectEdgeCases) {
+  ArmWatchdog(100);
+  UseShortFailureBounds();
+  std::unique_ptr<nb::Endpoint> ep;
+  ASSERT_OK(nb::Endpoint::Open(PluginPath(), 0, &ep));
+  auto& net = ep->net();
+  int fds0 = nb::CountOpenFds();
+  for (int i = 0; i < 20; ++i) {
+    nb::Handle h;
+    void* lc = nullptr;
+    ASSERT_OK(ep->Listen(&h, &lc));
+    ASSERT_EQ(net.CloseListen(lc), rrNcclSuccess);
+  }
+  EXPECT_EQ(nb::CountOpenFds(), fds0) << "listen + closeListen without accept leaked descriptors";
+
+  nb::Handle h;
+  void* lc = nullptr;
+  size_t warns0 = WarnCount();
+  EXPECT_NE(net.Listen(ep->ctx(), ep->ndev(), h.data(), &lc), rrNcclSuccess)
+      << "listen on a device past devices()";
+  void* sc = nullptr;
+  ASSERT_OK(ep->Listen(&h, &lc));
+  EXPECT_NE(net.Connect(ep->ctx(), ep->ndev(), h.data(), &sc), rrNcclSuccess)
+      << "connect on a device past devices()";
+  EXPECT_GT(WarnCount(), warns0) << "bad device indices were refused without a WARN";
+
+  // The listener is gone before anyone connects: connect must fail within the bound, not poll forever.
+  ASSERT_EQ(net.CloseListen(lc), rrNcclSuccess);
+  warns0 = WarnCount();
+  Status st = ep->Connect(h, &sc, kErrorBoundMs);
+  EXPECT_FALSE(st.ok()) << "connect to a closed listener succeeded";
+  EXPECT_NE(st.code(), rr::Code::kInternalError)
+      << "connect to a closed listener did not fail within " << kErrorBoundMs << " ms: " << st.ToString();
+  EXPECT_GT(WarnCount(), warns0) << "the failed connect was not reported through the logger";
+  EXPECT_EQ(nb::CountOpenFds(), fds0) << "descriptors leaked by the failed connect";
 }
 
 }  // namespace

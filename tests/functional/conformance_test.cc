@@ -27,6 +27,26 @@ nb::Plan Both(std::vector<uint64_t> sizes, uint64_t nmsgs) {
   return p;
 }
 
+// The checker itself must catch what the suite claims to catch: a wrong byte anywhere, a message of
+// another iteration, another comm's content, bytes shifted by one.
+TEST(ConformanceHarness, ContentCheckCatchesCorruption) {
+  std::vector<char> a(65537 + 8);
+  for (size_t size : {size_t{1}, size_t{7}, size_t{4096}, size_t{65537}}) {
+    nb::Fill(a.data(), size, 11, 3);
+    ASSERT_EQ(nb::Check(a.data(), size, 11, 3), size);
+    EXPECT_NE(nb::Check(a.data(), size, 11, 4), size) << "iteration mix-up not caught, size " << size;
+    EXPECT_NE(nb::Check(a.data(), size, 12, 3), size) << "stream mix-up not caught, size " << size;
+    if (size > 8) {
+      EXPECT_NE(nb::Check(a.data() + 1, size - 1, 11, 3), size - 1) << "offset shift not caught";
+    }
+    for (size_t off : {size_t{0}, size / 2, size - 1}) {
+      a[off] ^= 0x10;
+      EXPECT_EQ(nb::Check(a.data(), size, 11, 3), off) << "flipped byte not located, size " << size;
+      a[off] ^= 0x10;
+    }
+  }
+}
+
 TEST_F(Conformance, PropertiesFollowTheReference) {
   ASSERT_OK(pair.Open());
   auto& net = pair.ep().net();
@@ -59,7 +79,8 @@ TEST_F(Conformance, SizesAreByteExactBothWays) {
   ASSERT_OK(pair.Open());
   ASSERT_OK(pair.Wire(1, 1));
   // Each size alone, several iterations (content differs per iteration), both directions at once.
-  for (uint64_t size : {0ull, 1ull, 7ull, 4095ull, 4096ull, 65537ull, 1ull << 20, 64ull << 20, 256ull << 20}) {
+  for (uint64_t size :
+       {0ull, 1ull, 7ull, 4095ull, 4096ull, 65537ull, 1ull << 20, 64ull << 20, 256ull << 20}) {
     nb::Plan p = Both({size}, size >= (64ull << 20) ? 2 : 5);
     p.seed = 100 + size;
     ASSERT_OK(pair.Run(p)) << "size " << size;
@@ -222,8 +243,9 @@ TEST_F(Conformance, SetupOnServiceThreadWhileTrafficOnProgressThread) {
   std::vector<char> scratch(1 << 16);
   for (size_t i = 1; setup.ok() && i < pair.send_comms().size(); ++i) {
     void* mh = nullptr;
-    setup = nb::FromNccl(pair.ep().net().RegMr(pair.send_comms()[i], scratch.data(), scratch.size(),
-                                                RR_NCCL_PTR_HOST, &mh), "regMr during traffic");
+    setup = nb::FromNccl(
+        pair.ep().net().RegMr(pair.send_comms()[i], scratch.data(), scratch.size(), RR_NCCL_PTR_HOST, &mh),
+        "regMr during traffic");
     if (setup.ok()) setup = nb::FromNccl(pair.ep().net().DeregMr(pair.send_comms()[i], mh), "deregMr");
   }
   progress.join();

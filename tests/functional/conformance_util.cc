@@ -8,7 +8,6 @@
 #include <cstring>
 #include <fstream>
 #include <set>
-#include <cstring>
 #include <sstream>
 
 namespace conf {
@@ -28,15 +27,23 @@ void OnAlarm(int) {
 }
 }  // namespace
 
+void UseShortFailureBounds() {
+  setenv("RERAIL_GIVEUP_MS", std::to_string(kGiveupMs).c_str(), 1);
+  setenv("RERAIL_CONNECT_TIMEOUT_MS", std::to_string(kConnectTimeoutMs).c_str(), 1);
+}
+
 void ArmWatchdog(unsigned seconds) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  if (info != nullptr) snprintf(g_case_name, sizeof(g_case_name), "%s.%s", info->test_suite_name(), info->name());
+  if (info != nullptr)
+    snprintf(g_case_name, sizeof(g_case_name), "%s.%s", info->test_suite_name(), info->name());
   signal(SIGALRM, OnAlarm);
   alarm(seconds);
 }
 
 Status Pair::Open(const std::vector<std::string>& peer_env) {
-  RR_CHECK(peer_.Spawn(PeerExe(), {}, peer_env));
+  std::vector<std::string> args;
+  if (EchoPluginLog()) args.push_back("-v");
+  RR_CHECK(peer_.Spawn(PeerExe(), args, peer_env));
   json r;
   RR_CHECK(peer_.Call({{"cmd", "open"}, {"plugin", PluginPath()}, {"dev", 0}}, &r, 30000));
   return nb::Endpoint::Open(PluginPath(), 0, &ep_);

@@ -2,8 +2,8 @@
 // process and again in a peer process — plus the bounds every test runs under.
 //
 // Each gtest case runs in its own process (gtest_discover_tests), so plugin state never leaks between
-// cases. main() (conformance_main.cc) pins the environment both processes use: loopback only
-// (RERAIL_TCP_IFNAME=lo) and short give-up/connect bounds so failure tests finish quickly.
+// cases. main() (conformance_main.cc) pins the environment both processes use to loopback only
+// (RERAIL_TCP_IFNAME=lo); failure cases add short give-up/connect bounds (UseShortFailureBounds).
 //
 // Contract
 //   * Pair::Open spawns the peer and opens both endpoints; the destructor kills and reaps the peer.
@@ -30,12 +30,18 @@ namespace nb = rr::netbench;
 
 const std::string& PluginPath();
 const std::string& PeerExe();
+bool EchoPluginLog();  // --echo-plugin-log: both processes print the plugin's log lines
 
-// Bounds, matching the environment main() sets (RERAIL_GIVEUP_MS, RERAIL_CONNECT_TIMEOUT_MS).
+// Failure cases run with short plugin bounds (RERAIL_GIVEUP_MS, RERAIL_CONNECT_TIMEOUT_MS) so they end
+// quickly; data-path cases keep the plugin's defaults, as a job would.
 constexpr uint64_t kGiveupMs = 2000;
 constexpr uint64_t kConnectTimeoutMs = 3000;
 // Upper bound for "an error must come": the plugin's own bound plus scheduling slack on a loaded host.
 constexpr uint64_t kErrorBoundMs = kGiveupMs + kConnectTimeoutMs + 10000;
+
+// Sets the short bounds in the environment; call before the plugin is loaded (Pair::Open) — each
+// case is its own process under ctest, so the setting covers this case and its peer only.
+void UseShortFailureBounds();
 
 // Ends the process (with a message naming the case) when a case runs past `seconds`.
 void ArmWatchdog(unsigned seconds);
@@ -71,10 +77,10 @@ std::vector<unsigned long> SocketInodes();
 }  // namespace conf
 
 // ASSERT_OK(status_expr) << "more context";
-#define ASSERT_OK(expr)                                      \
-  switch (0)                                                 \
-  case 0:                                                    \
-  default:                                                   \
-    if (::rr::Status conf_s_ = (expr); conf_s_.ok()) {       \
-    } else                                                   \
+#define ASSERT_OK(expr)                                \
+  switch (0)                                           \
+  case 0:                                              \
+  default:                                             \
+    if (::rr::Status conf_s_ = (expr); conf_s_.ok()) { \
+    } else                                             \
       FAIL() << #expr << " -> " << conf_s_.ToString() << " "

@@ -25,3 +25,15 @@ set_property(TEST prof_config_bad APPEND PROPERTY ENVIRONMENT "RERAIL_PROFILE_DI
 prof_config_case(prof_config_mask ProfConfig.HiddenTypesAreSkippedAndChildrenReparented "RERAIL_PROFILE_MASK=coll,net")
 prof_config_case(prof_config_flush ProfConfig.PeriodicFlushWritesValidOutputsBeforeFinalize
                  "RERAIL_PROFILE_FLUSH_S=1")
+
+# Two ranks in two processes, merged by scripts/trace-summary.py.
+add_executable(prof_rank_driver ${CMAKE_CURRENT_LIST_DIR}/prof_rank_driver.cc)
+target_link_libraries(prof_rank_driver PRIVATE rerail_prof_emu rerail_prof_emit)
+add_dependencies(prof_rank_driver nccl-profiler-rerail)
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME prof_multirank_merge
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/prof_multirank.sh $<TARGET_FILE:prof_rank_driver>
+                   $<TARGET_FILE:nccl-profiler-rerail> ${CMAKE_SOURCE_DIR}/scripts/trace-summary.py)
+  set_tests_properties(prof_multirank_merge PROPERTIES LABELS functional TIMEOUT 60 PASS_REGULAR_EXPRESSION "PASS")
+endif()

@@ -92,7 +92,8 @@ TEST(ProfConfig, PeriodicFlushWritesValidOutputsBeforeFinalize) {
   nlohmann::json trace = LoadJson(Base(0, comm) + ".trace.json");
   ASSERT_TRUE(trace.is_object()) << "the trace parses while the comm is still running";
   EXPECT_EQ(TraceIndex(trace).Count("proxyop"), 1u);
-  EXPECT_NE(LoadText(Base(0, comm) + ".prom").find("rerail_profiler_dropped_records_total"), std::string::npos);
+  EXPECT_NE(LoadText(Base(0, comm) + ".prom").find("rerail_profiler_dropped_records_total"),
+            std::string::npos);
   ASSERT_TRUE(emu->Finalize().ok());
   EXPECT_TRUE(LoadJson(Base(0, comm) + ".summary.json").at("final").get<bool>());
 }

@@ -7,10 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -95,6 +96,31 @@ struct TraceIndex {
   const nlohmann::json& At(uint64_t id) const { return by_id.at(id); }
   uint64_t Parent(uint64_t id) const { return At(id).at("args").at("parent").get<uint64_t>(); }
   std::string Cat(uint64_t id) const { return At(id).at("cat").get<std::string>(); }
+  // True when the complete events of every (pid, tid) nest perfectly (what Perfetto requires);
+  // otherwise *why names the first two that overlap.
+  bool TracksNest(std::string* why) const {
+    std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> spans;
+    for (const auto& [id, e] : by_id)
+      if (e.at("ph") == "X")
+        spans[{e.at("pid").get<int>(), e.at("tid").get<int>()}].push_back(
+            {e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>()});
+    for (auto& [track, v] : spans) {
+      std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second > b.second;
+      });
+      std::vector<double> open_ends;
+      for (const auto& [b, e] : v) {
+        while (!open_ends.empty() && open_ends.back() <= b + 1e-6) open_ends.pop_back();
+        if (!open_ends.empty() && e > open_ends.back() + 1e-6) {
+          *why = "tid " + std::to_string(track.second) + ": [" + std::to_string(b) + ", " +
+                 std::to_string(e) + "] overlaps a span ending at " + std::to_string(open_ends.back());
+          return false;
+        }
+        open_ends.push_back(e);
+      }
+    }
+    return true;
+  }
   double End(uint64_t id) const {
     const auto& e = At(id);
     return e.at("ts").get<double>() + (e.contains("dur") ? e.at("dur").get<double>() : 0.0);

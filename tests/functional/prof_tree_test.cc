@@ -4,10 +4,14 @@
 // expected events and nesting, and that summary and Prometheus textfile agree with what was driven.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "nccl_emu.h"
@@ -60,8 +64,9 @@ void RunProxyOp(NcclEmu* emu, NetEventEmitter* net, void* task, int ch, bool sen
     void* h = net->StartIo(st, &io);  // the net plugin's isend/irecv with NCCL's phandle
     io.bytes = kChunk;
     net->UpdateIo(h, &io);
-    net->StopIo(h);                    // test() reported completion
-    emu->StepState(st, send ? RR_PROF_STATE_PROXY_STEP_SEND_PEER_WAIT : RR_PROF_STATE_PROXY_STEP_RECV_FLUSH_WAIT,
+    net->StopIo(h);  // test() reported completion
+    emu->StepState(st,
+                   send ? RR_PROF_STATE_PROXY_STEP_SEND_PEER_WAIT : RR_PROF_STATE_PROXY_STEP_RECV_FLUSH_WAIT,
                    kChunk);
     emu->StopProxyStep(st);
   }
@@ -152,7 +157,8 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
   EXPECT_EQ(t.Count("proxystep"), steps);
   EXPECT_EQ(t.Count("net"), steps + 1);
   EXPECT_EQ(t.Count("proxyctrl"), size_t(kCtrl));
-  EXPECT_EQ(t.by_id.size(), kGroups + colls * (1 + kChannels) + ops + 2 * steps + 1 + kCtrl) << "nothing else";
+  EXPECT_EQ(t.by_id.size(), kGroups + colls * (1 + kChannels) + ops + 2 * steps + 1 + kCtrl)
+      << "nothing else";
 
   for (uint64_t g : t.by_cat["group"]) {
     EXPECT_EQ(t.Parent(g), 0u);
@@ -163,7 +169,8 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
     EXPECT_EQ(t.At(c).at("name"), "AllReduce");
     EXPECT_EQ(t.children[c].size(), size_t(kChannels * 3)) << "2 ops + 1 kernelCh per channel";
     EXPECT_LE(t.End(c), t.End(t.Parent(c)) + 1e-3) << "group extent covers its collectives";
-    for (uint64_t k : t.children[c]) EXPECT_GE(t.End(c) + 1e-3, t.End(k)) << "coll extent covers its proxy ops";
+    for (uint64_t k : t.children[c])
+      EXPECT_GE(t.End(c) + 1e-3, t.End(k)) << "coll extent covers its proxy ops";
   }
   for (uint64_t k : t.by_cat["kernelch"]) {
     EXPECT_EQ(t.Cat(t.Parent(k)), "coll");
@@ -182,8 +189,10 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
     EXPECT_EQ(t.At(s).at("args").at("transSize"), kChunk);
     EXPECT_EQ(t.At(s).at("args").at("states").size(), 2u);
     size_t n = t.children[s].size();
-    if (n == 2) ++with_failover;
-    else EXPECT_EQ(n, 1u);
+    if (n == 2)
+      ++with_failover;
+    else
+      EXPECT_EQ(n, 1u);
   }
   EXPECT_EQ(with_failover, 1);
   uint64_t bytes[2][2] = {};
@@ -210,6 +219,8 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
     EXPECT_EQ(bytes[r][1], per_dir);
   }
   for (uint64_t c : t.by_cat["proxyctrl"]) EXPECT_EQ(t.Parent(c), 0u);
+  std::string why;
+  EXPECT_TRUE(t.TracksNest(&why)) << why;
 
   nlohmann::json sum = LoadJson(Base(0, comm) + ".summary.json");
   ASSERT_TRUE(sum.is_object());
@@ -230,12 +241,15 @@ TEST_F(ProfTree, ThreadedEventTreeIsExactlyRecorded) {
   char comm_hex[32];
   std::snprintf(comm_hex, sizeof(comm_hex), "%016" PRIx64, comm);
   const std::string lbl = std::string("rank=\"0\",comm=\"") + comm_hex + "\"";
-  EXPECT_NE(prom.find("rerail_rail_bytes_total{" + lbl + ",rail=\"0\",dir=\"send\"} " + std::to_string(per_dir)),
-            std::string::npos) << prom;
+  EXPECT_NE(
+      prom.find("rerail_rail_bytes_total{" + lbl + ",rail=\"0\",dir=\"send\"} " + std::to_string(per_dir)),
+      std::string::npos)
+      << prom;
   EXPECT_NE(prom.find("rerail_failovers_total{" + lbl + ",rail=\"1\"} 1"), std::string::npos);
   EXPECT_NE(prom.find("rerail_stall_seconds_total{" + lbl + ",rail=\"1\"} 0.0025"), std::string::npos);
   EXPECT_NE(prom.find("rerail_collective_latency_seconds_count{" + lbl + ",coll=\"AllReduce\"} " +
-                      std::to_string(colls)), std::string::npos);
+                      std::to_string(colls)),
+            std::string::npos);
   EXPECT_NE(prom.find("rerail_retransmits_total"), std::string::npos);
 }
 
@@ -308,6 +322,147 @@ TEST_F(ProfTree, EventsNeverStoppedAreWrittenAsUnfinished) {
   EXPECT_TRUE(t.At(t.by_cat["coll"][0]).at("args").at("unfinished").get<bool>());
   EXPECT_EQ(t.Parent(t.by_cat["proxyop"][0]), t.by_cat["coll"][0]);
   EXPECT_EQ(LoadJson(Base(0, comm) + ".summary.json").at("unfinished"), 2u);
+}
+
+TEST_F(ProfTree, LateProxyOpStillNamesItsCollective) {
+  const uint64_t comm = 0x7ee0005;
+  auto emu = Open(comm);
+  ASSERT_TRUE(emu);
+  void* g = emu->StartGroup();
+  void* c = emu->StartColl(g, NcclEmu::CollInfo{});
+  emu->Stop(c);
+  emu->Stop(g);
+  // Long enough for the collective to be written before its proxy op starts (a GPU with a deep queue).
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  void* op = emu->StartProxyOp(c, 0, 1, 1, 4096, true);
+  emu->Stop(op);
+  ASSERT_TRUE(emu->Finalize().ok());
+  TraceIndex t(LoadJson(Base(0, comm) + ".trace.json"));
+  ASSERT_EQ(t.Count("proxyop"), 1u);
+  uint64_t o = t.by_cat["proxyop"][0];
+  EXPECT_EQ(t.Parent(o), t.by_cat["coll"][0]);
+  EXPECT_FALSE(t.At(o).at("args").contains("parent_lost"));
+}
+
+TEST_F(ProfTree, OverlappingStepsGetLanesThatNest) {
+  // NCCL keeps up to 8 steps of an op in flight; each rail carries several connections at once.
+  const uint64_t comm = 0x7ee0008;
+  auto emu = Open(comm);
+  ASSERT_TRUE(emu);
+  NetEventEmitter net(NcclEmu::NetCallback());
+  void* g = emu->StartGroup();
+  void* c = emu->StartColl(g, NcclEmu::CollInfo{});
+  emu->Stop(c);
+  emu->Stop(g);
+  void* ops[2] = {emu->StartProxyOp(c, 0, 1, 4, kChunk, true), emu->StartProxyOp(c, 0, 1, 4, kChunk, true)};
+  NcclEmu::ProxyStep slot[2][4];
+  rrProfNetEvent_v1_t io[2][4];
+  void* h[2][4];
+  for (int s = 0; s < 4; ++s)  // both ops post all their steps before any completes
+    for (int o = 0; o < 2; ++o) {
+      emu->StartProxyStep(&slot[o][s], ops[o], s);
+      io[o][s] = MakeNetEvent(RR_PROF_NET_EV_IO, 0);
+      io[o][s].bytes = kChunk;
+      h[o][s] = net.StartIo(&slot[o][s], &io[o][s]);
+    }
+  for (int s = 0; s < 4; ++s)
+    for (int o = 0; o < 2; ++o) {
+      net.StopIo(h[o][s]);
+      emu->StopProxyStep(&slot[o][s]);
+    }
+  emu->Stop(ops[0]);
+  emu->Stop(ops[1]);
+  ASSERT_TRUE(emu->Finalize().ok());
+  nlohmann::json trace = LoadJson(Base(0, comm) + ".trace.json");
+  TraceIndex t(trace);
+  std::string why;
+  EXPECT_TRUE(t.TracksNest(&why)) << why;
+  std::set<int> rail_tids, op_tids;
+  for (uint64_t n : t.by_cat["net"]) rail_tids.insert(t.At(n).at("tid").get<int>());
+  for (uint64_t s : t.by_cat["proxystep"]) op_tids.insert(t.At(s).at("tid").get<int>());
+  EXPECT_EQ(rail_tids.size(), 8u) << "8 IO spans in flight together on rail 0: 8 lanes";
+  EXPECT_EQ(*rail_tids.begin(), 1000) << "lane 0 keeps the rail's own track";
+  EXPECT_GE(op_tids.size(), 8u);
+  std::set<std::string> names;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.at("ph") == "M" && e.at("name") == "thread_name")
+      names.insert(e.at("args").at("name").get<std::string>());
+  EXPECT_TRUE(names.count("rail 0"));
+  EXPECT_TRUE(names.count("rail 0 #8"));
+}
+
+TEST_F(ProfTree, P2pTreeUnderItsGroup) {
+  const uint64_t comm = 0x7ee0006;
+  auto emu = Open(comm);
+  ASSERT_TRUE(emu);
+  NetEventEmitter net(NcclEmu::NetCallback());
+  void* g = emu->StartGroup();
+  void* send = emu->StartP2p(g, "Send", 1, 4096, "ncclInt8", 1);
+  void* recv = emu->StartP2p(g, "Recv", 1, 4096, "ncclInt8", 1);
+  emu->Stop(send);
+  emu->Stop(recv);
+  emu->Stop(g);
+  RunProxyOp(emu.get(), &net, send, 0, true);
+  RunProxyOp(emu.get(), &net, recv, 0, false);
+  ASSERT_TRUE(emu->Finalize().ok());
+  TraceIndex t(LoadJson(Base(0, comm) + ".trace.json"));
+  ASSERT_EQ(t.Count("p2p"), 2u);
+  ASSERT_EQ(t.Count("group"), 1u);
+  for (uint64_t p : t.by_cat["p2p"]) {
+    EXPECT_EQ(t.Parent(p), t.by_cat["group"][0]);
+    EXPECT_EQ(t.At(p).at("args").at("peer"), 1);
+    EXPECT_EQ(t.At(p).at("args").at("count"), 4096);
+    ASSERT_EQ(t.children[p].size(), 1u);
+    uint64_t op = t.children[p][0];
+    EXPECT_EQ(t.At(op).at("name"), t.At(p).at("name") == "Send" ? "ProxySend" : "ProxyRecv");
+  }
+  EXPECT_EQ(t.Count("net"), size_t(2 * kSteps));
+}
+
+TEST_F(ProfTree, V6CopyEngineEventsThroughTheRawTable) {
+  // NcclEmu does not emulate NCCL 2.30's copy-engine collectives; call the v6 table directly.
+  void* lib = dlopen(RERAIL_PROFILER_SO, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto* v6 = static_cast<const rrProfiler_v6_t*>(dlsym(lib, "ncclProfiler_v6"));
+  ASSERT_NE(v6, nullptr);
+  const uint64_t comm = 0x7ee0007;
+  void* ctx = nullptr;
+  int mask = 0;
+  ASSERT_EQ(v6->init(&ctx, comm, &mask, "ce", 1, 1, 0, nullptr), 0);
+  EXPECT_TRUE(mask & RR_PROF_CE_COLL);
+  rrProfEventDescr_v6_t d;
+  std::memset(&d, 0, sizeof(d));
+  d.type = RR_PROF_CE_COLL;
+  d.ceColl.func = "AllGather";
+  d.ceColl.count = 1 << 20;
+  d.ceColl.datatype = "ncclBfloat16";
+  d.ceColl.syncStrategy = "batched";
+  d.ceColl.batchSize = 4;
+  void* ce = nullptr;
+  ASSERT_EQ(v6->startEvent(ctx, &ce, &d), 0);
+  ASSERT_NE(ce, nullptr);
+  std::memset(&d, 0, sizeof(d));
+  d.type = RR_PROF_CE_BATCH;
+  d.parentObj = ce;
+  d.ceBatch.numOps = 3;
+  d.ceBatch.totalBytes = 3 << 20;
+  void* batch = nullptr;
+  ASSERT_EQ(v6->startEvent(ctx, &batch, &d), 0);
+  d.type = 1u << 20;  // not an event type: ignored, NULL handle
+  void* bogus = &d;
+  ASSERT_EQ(v6->startEvent(ctx, &bogus, &d), 0);
+  EXPECT_EQ(bogus, nullptr);
+  EXPECT_EQ(v6->stopEvent(batch), 0);
+  EXPECT_EQ(v6->stopEvent(ce), 0);
+  EXPECT_EQ(v6->finalize(ctx), 0);
+  TraceIndex t(LoadJson(Base(0, comm) + ".trace.json"));
+  ASSERT_EQ(t.Count("cecoll"), 1u);
+  ASSERT_EQ(t.Count("cebatch"), 1u);
+  uint64_t c = t.by_cat["cecoll"][0];
+  EXPECT_EQ(t.At(c).at("name"), "CE AllGather");
+  EXPECT_EQ(t.At(c).at("args").at("syncStrategy"), "batched");
+  EXPECT_EQ(t.Parent(t.by_cat["cebatch"][0]), c);
+  EXPECT_EQ(t.At(t.by_cat["cebatch"][0]).at("args").at("totalBytes"), 3u << 20);
 }
 
 TEST_F(ProfTree, NullAndForeignInputsAreHarmless) {

@@ -9,6 +9,7 @@
 #include "comm_output.h"
 #include "event_model.h"
 #include "event_ring.h"
+#include "lanes.h"
 #include "profiler.h"
 #include "rerail/prof_net_event.h"
 #include "trace_format.h"
@@ -158,13 +159,50 @@ TEST(ProfEmitter, PointEventsWaitForARealStepHandle) {
 
 TEST(ProfEmitter, BoundedQueueDropsOldestAndCounts) {
   NetEventEmitter em(Recorder);
-  for (size_t i = 0; i < NetEventEmitter::kMaxPending + 10; ++i) em.Post(MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, 0));
+  for (size_t i = 0; i < NetEventEmitter::kMaxPending + 10; ++i)
+    em.Post(MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, 0));
   EXPECT_EQ(em.Pending(), NetEventEmitter::kMaxPending);
   EXPECT_EQ(em.Dropped(), 10u);
   NetEventEmitter off(nullptr);
   off.Post(MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, 0));
   EXPECT_EQ(off.Pending(), 0u) << "no callback: nothing is queued";
   EXPECT_FALSE(off.Active());
+}
+
+TEST(ProfLanes, ChildrenNestOnTheirParentsLaneOverlapsGetNewLanes) {
+  Context ctx;
+  LaneMap lanes;
+  auto ev = [&](uint64_t id, int track, uint64_t begin) {
+    EventRec e;
+    e.ctx = &ctx;
+    e.id = id;
+    e.track = track;
+    e.begin_ns = e.last_ns = begin;
+    return e;
+  };
+  EventRec op = ev(1, 100, 10), s1 = ev(2, 100, 20), s2 = ev(3, 100, 30), rail = ev(4, 1000, 25);
+  lanes.Place(&op, nullptr);
+  lanes.Place(&s1, &op);
+  lanes.Place(&s2, &op);  // s1 still open: cannot nest beside it
+  lanes.Place(&rail, &s1);  // other base track: its own lane 0
+  EXPECT_EQ(op.lane, 0);
+  EXPECT_EQ(s1.lane, 0);
+  EXPECT_EQ(s1.depth, 1);
+  EXPECT_EQ(s2.lane, 1);
+  EXPECT_EQ(s2.depth, 0);
+  EXPECT_EQ(rail.lane, 0);
+  s1.last_ns = 40;
+  lanes.Leave(s1);
+  EventRec s3 = ev(5, 100, 35);  // starts before s1 ended: not on s1's level of lane 0
+  lanes.Place(&s3, &op);
+  EXPECT_EQ(s3.lane, 2);
+  EventRec s4 = ev(6, 100, 45);  // after s1 ended: nests under op again
+  lanes.Place(&s4, &op);
+  EXPECT_EQ(s4.lane, 0);
+  EXPECT_EQ(s4.depth, 1);
+  EXPECT_EQ(track::Tid(100, 2), 20100);
+  EXPECT_EQ(track::Name(20100), "proxy ch 0 recv #3");
+  lanes.Forget(&ctx);
 }
 
 TEST(ProfFormat, FailoverIsAnInstantOnItsRailWithArguments) {

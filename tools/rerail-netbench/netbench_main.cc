@@ -5,7 +5,7 @@
 //   * throughput: --iters messages of --size bytes, --window outstanding (NCCL_STEPS = 8), one way;
 //   * latency: --lat-iters ping-pong round trips of --lat-size bytes.
 // Output: a human line per figure and, last, one machine-readable line:
-//   RESULT bw_GBps=<x> lat_us=<half round trip, as sockperf reports> rtt_us=<y>
+//   RESULT bw_GBps=<x> lat_us=<mean half round trip, as sockperf reports> lat_p50_us=<median> rtt_us=<y>
 // The plugin's knobs (RERAIL_TCP_STREAMS, ...) come from the environment both processes inherit.
 #include <CLI/CLI.hpp>
 
@@ -52,7 +52,8 @@ Status Wire(nb::Endpoint& ep, nb::PeerClient& peer, void** send_comm, void** rec
   RR_CHECK(peer.Reply(&r, 30000));
   RR_CHECK(peer.Call({{"cmd", "listen"}, {"n", 1}}, &r, 30000));
   nb::Handle ph;
-  if (!nb::FromHex(r.at("handles").at(0).get<std::string>(), &ph)) return Status::Internal("bad handle from peer");
+  if (!nb::FromHex(r.at("handles").at(0).get<std::string>(), &ph))
+    return Status::Internal("bad handle from peer");
   RR_CHECK(ep.Connect(ph, send_comm, 30000));
   return peer.Reply(&r, 30000);
 }
@@ -91,7 +92,8 @@ int Main(const Options& o) {
   void *sc = nullptr, *rc = nullptr;
   s = Wire(*ep, peer, &sc, &rc);
   if (!s.ok()) return Die("connect", s);
-  double gbps = 0, rtt = 0;
+  double gbps = 0;
+  nb::RttStats rtt;
   if (o.bw) {
     s = Bandwidth(*ep, peer, sc, o, &gbps);
     if (!s.ok()) return Die("throughput", s);
@@ -100,15 +102,20 @@ int Main(const Options& o) {
   }
   if (o.lat) {
     uint64_t warm = o.lat_iters / 10 + 1;
-    s = peer.Send({{"cmd", "pingpong"}, {"size", o.lat_size}, {"warmup", warm}, {"iters", o.lat_iters},
+    s = peer.Send({{"cmd", "pingpong"},
+                   {"size", o.lat_size},
+                   {"warmup", warm},
+                   {"iters", o.lat_iters},
                    {"initiator", false}});
     if (s.ok()) s = nb::PingPong(ep->net(), sc, rc, o.lat_size, warm, o.lat_iters, true, 120000, &rtt);
     Status pr = peer.Reply(&r, 120000);
     if (s.ok()) s = pr;
     if (!s.ok()) return Die("latency", s);
-    std::printf("latency: %llu B ping-pong, %llu round trips: rtt %.2f us, one-way %.2f us\n",
-                static_cast<unsigned long long>(o.lat_size), static_cast<unsigned long long>(o.lat_iters), rtt,
-                rtt / 2);
+    std::printf(
+        "latency: %llu B ping-pong, %llu round trips: rtt mean %.2f us (one-way %.2f), median %.2f us "
+        "(one-way %.2f)\n",
+        static_cast<unsigned long long>(o.lat_size), static_cast<unsigned long long>(o.lat_iters),
+        rtt.mean_us, rtt.mean_us / 2, rtt.p50_us, rtt.p50_us / 2);
   }
   (void)peer.Call({{"cmd", "close"}}, &r, 30000);
   (void)ep->net().CloseSend(sc);
@@ -116,7 +123,8 @@ int Main(const Options& o) {
   (void)peer.Call({{"cmd", "finalize"}}, &r, 30000);
   (void)peer.Call({{"cmd", "exit"}}, &r, 10000);
   peer.peer().Wait(10000);
-  std::printf("RESULT bw_GBps=%.4f lat_us=%.3f rtt_us=%.3f\n", gbps, rtt / 2, rtt);
+  std::printf("RESULT bw_GBps=%.4f lat_us=%.3f lat_p50_us=%.3f rtt_us=%.3f\n", gbps, rtt.mean_us / 2,
+              rtt.p50_us / 2, rtt.mean_us);
   return 0;
 }
 
@@ -128,7 +136,8 @@ int main(int argc, char** argv) {
   bool peer_mode = false;
   std::string only;
   app.add_option("--plugin", o.plugin, "net plugin: path or NCCL_NET_PLUGIN-style name");
-  app.add_option("--size", o.size, "bytes per throughput message")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  app.add_option("--size", o.size, "bytes per throughput message")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   app.add_option("--iters", o.iters, "throughput messages")->check(CLI::Range(1, 100000));
   app.add_option("--window", o.window, "outstanding requests per comm")->check(CLI::Range(1, 32));
   app.add_option("--lat-size", o.lat_size, "bytes per ping-pong message")->check(CLI::Range(0, 1 << 20));

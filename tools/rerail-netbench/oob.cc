@@ -69,7 +69,8 @@ Status Oob::Recv(std::string* out, uint64_t timeout_ms) {
   Deadline dl = Deadline::AfterMs(timeout_ms);
   uint32_t len = 0;
   RR_CHECK(ReadFull(fd_, reinterpret_cast<char*>(&len), sizeof(len), dl));
-  if (len > (64u << 20)) return Status::Internal("oob: frame of " + std::to_string(len) + " bytes is implausible");
+  if (len > (64u << 20))
+    return Status::Internal("oob: frame of " + std::to_string(len) + " bytes is implausible");
   out->assign(len, '\0');
   return ReadFull(fd_, out->data(), len, dl);
 }
@@ -157,7 +158,11 @@ static int CountDir(const char* path) {
 }
 
 // The DIR handle itself is one entry of /proc/self/fd while it is open.
-int CountOpenFds() { return CountDir("/proc/self/fd") - 1; }
-int CountThreads() { return CountDir("/proc/self/task"); }
+int CountOpenFds() {
+  return CountDir("/proc/self/fd") - 1;
+}
+int CountThreads() {
+  return CountDir("/proc/self/task");
+}
 
 }  // namespace rr::netbench

@@ -12,7 +12,9 @@ uint64_t Mix(uint64_t seed, uint64_t n) {
 }
 
 // One key per (seed, iter); words are key-dependent counters mixed cheaply so 256 MiB fill fast.
-static inline uint64_t Key(uint64_t seed, uint64_t iter) { return Mix(seed ^ 0x5a17c0de, iter); }
+static inline uint64_t Key(uint64_t seed, uint64_t iter) {
+  return Mix(seed ^ 0x5a17c0de, iter);
+}
 static inline uint64_t Word(uint64_t key, uint64_t w) {
   uint64_t z = (w + 1) * 0x9e3779b97f4a7c15ull ^ key;
   z ^= z >> 29;

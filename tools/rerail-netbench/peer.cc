@@ -130,7 +130,9 @@ json PeerState::Run(const Plan& plan) {
   PlanResult res;
   Status s = RunPlan(ep_->net(), plan, sc, rc, &res);
   if (!s.ok()) return Fail(s);
-  return {{"ok", true}, {"bytes_sent", res.bytes_sent}, {"bytes_received", res.bytes_received},
+  return {{"ok", true},
+          {"bytes_sent", res.bytes_sent},
+          {"bytes_received", res.bytes_received},
           {"seconds", res.seconds}};
 }
 
@@ -168,7 +170,8 @@ bool PeerState::Dispatch(const json& req) {
   }
   if (cmd == "wait") {
     if (async_.joinable()) async_.join();
-    return Reply(async_result_.is_null() ? Fail(Status::Internal("nothing to wait for")) : async_result_), true;
+    return Reply(async_result_.is_null() ? Fail(Status::Internal("nothing to wait for")) : async_result_),
+           true;
   }
   if (cmd == "pingpong") {
     std::vector<void*> sc, rc;
@@ -176,11 +179,14 @@ bool PeerState::Dispatch(const json& req) {
       std::lock_guard<std::mutex> lk(mu_);
       sc = send_, rc = recv_;
     }
-    if (sc.empty() || rc.empty()) return Reply(Fail(Status::Internal("pingpong needs a send and a recv comm"))), true;
-    double rtt = 0;
-    Status s = PingPong(ep_->net(), sc[0], rc[0], req.at("size").get<size_t>(), req.at("warmup").get<uint64_t>(),
-                        req.at("iters").get<uint64_t>(), req.at("initiator").get<bool>(), 60000, &rtt);
-    return Reply(s.ok() ? json{{"ok", true}, {"rtt_us", rtt}} : Fail(s)), true;
+    if (sc.empty() || rc.empty())
+      return Reply(Fail(Status::Internal("pingpong needs a send and a recv comm"))), true;
+    RttStats rtt;
+    Status s =
+        PingPong(ep_->net(), sc[0], rc[0], req.at("size").get<size_t>(), req.at("warmup").get<uint64_t>(),
+                 req.at("iters").get<uint64_t>(), req.at("initiator").get<bool>(), 60000, &rtt);
+    return Reply(s.ok() ? json{{"ok", true}, {"rtt_us", rtt.mean_us}, {"rtt_p50_us", rtt.p50_us}} : Fail(s)),
+           true;
   }
   if (cmd == "close") return Reply(Close()), true;
   if (cmd == "finalize") {

@@ -6,7 +6,8 @@
 //   {"cmd":"listen","n":N}                   N listens            → {"ok","handles":[hex,...]}, then
 //                                            accepts all (polled, closeListen after each) → {"ok"}
 //   {"cmd":"connect","handles":[hex,...]}    polled connects      → {"ok"}
-//   {"cmd":"run","plan":{...}}               RunPlan on its comms → {"ok","bytes_sent","bytes_received","seconds"}
+//   {"cmd":"run","plan":{...}}               RunPlan on its comms →
+//   {"ok","bytes_sent","bytes_received","seconds"}
 //   {"cmd":"run_async","plan":{...}}         RunPlan on a second (progress) thread → {"ok"} at once;
 //   {"cmd":"wait"}                           joins it             → the run's reply
 //   {"cmd":"pingpong","size","warmup","iters","initiator"} on comm 0 → {"ok","rtt_us"}
@@ -37,7 +38,8 @@ bool FromHex(const std::string& s, Handle* h);
 
 class PeerClient {
  public:
-  Status Spawn(const std::string& exe, const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  Status Spawn(const std::string& exe, const std::vector<std::string>& args,
+               const std::vector<std::string>& env) {
     return peer_.Spawn(exe, args, env);
   }
   Status Call(const nlohmann::json& req, nlohmann::json* resp, uint64_t timeout_ms);

@@ -29,7 +29,9 @@ void CaptureLogger(int level, unsigned long /*flags*/, const char* file, int lin
 
 }  // namespace
 
-rrNcclDebugLogger_t LogCapture::Logger() { return &CaptureLogger; }
+rrNcclDebugLogger_t LogCapture::Logger() {
+  return &CaptureLogger;
+}
 
 std::vector<LogLine> LogCapture::Take() {
   std::lock_guard<std::mutex> lk(g_log_mu);
@@ -155,8 +157,9 @@ Status Endpoint::AcceptAll(const std::vector<void*>& listen_comms, std::vector<v
       }
     }
     if (st.ok() && left > 0 && dl.Expired())
-      st = Status::Internal("accept timed out after " + std::to_string(timeout_ms) + " ms (" +
-                            std::to_string(left) + " of " + std::to_string(listen_comms.size()) + " pending)");
+      st =
+          Status::Internal("accept timed out after " + std::to_string(timeout_ms) + " ms (" +
+                           std::to_string(left) + " of " + std::to_string(listen_comms.size()) + " pending)");
     if (left > 0) sched_yield();
   }
   for (size_t i = 0; i < listen_comms.size(); ++i)
@@ -178,7 +181,8 @@ Status ReqQueue::Post(void* data, size_t size, int tag, void* mhandle, uint64_t 
     void* mh = mhandle;
     r = net_->Irecv(comm_, 1, &data, &cap, &tag, &mh, nullptr, &req);
   }
-  if (r != rrNcclSuccess) return FromNccl(r, std::string(send_ ? "isend" : "irecv") + " msg " + std::to_string(msg));
+  if (r != rrNcclSuccess)
+    return FromNccl(r, std::string(send_ ? "isend" : "irecv") + " msg " + std::to_string(msg));
   if (req == nullptr) return Status::Ok();  // retry on the next pass
   if (!send_ && req == reinterpret_cast<void*>(0x1) && preset == req)
     return Status::Internal("irecv returned success but left the 0x1 hint as the request");
@@ -195,7 +199,8 @@ Status ReqQueue::TestOldest(bool* done, Done* out, bool null_sizes) {
   Pending p = q_.front();
   rrNcclResult_t r = net_->Test(p.req, &d, (send_ || !null_sizes) ? sizes : nullptr);
   if (r != rrNcclSuccess)
-    return FromNccl(r, std::string("test(") + (send_ ? "send" : "recv") + " msg " + std::to_string(p.msg) + ")");
+    return FromNccl(r,
+                    std::string("test(") + (send_ ? "send" : "recv") + " msg " + std::to_string(p.msg) + ")");
   if (!d) return Status::Ok();
   q_.pop_front();
   *done = true;

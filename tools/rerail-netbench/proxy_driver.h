@@ -72,7 +72,8 @@ class Endpoint {
   // n connections at once: every connect (or accept) is re-polled round-robin, as the service thread
   // interleaves pending setups; all listens are closed after their accept.
   Status ConnectAll(const std::vector<Handle>& handles, std::vector<void*>* send_comms, uint64_t timeout_ms);
-  Status AcceptAll(const std::vector<void*>& listen_comms, std::vector<void*>* recv_comms, uint64_t timeout_ms);
+  Status AcceptAll(const std::vector<void*>& listen_comms, std::vector<void*>* recv_comms,
+                   uint64_t timeout_ms);
 
  private:
   Endpoint() = default;

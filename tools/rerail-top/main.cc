@@ -4,10 +4,13 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "rerail/clock.h"
+#include "rerail/log.h"
 #include "rerail/params.h"
 #include "top_view.h"
 
@@ -32,8 +35,8 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-stale", keep_stale, "Show boards of dead processes instead of removing them");
   CLI11_PARSE(app, argc, argv);
 
-  rr::Status ps = rr::Params::Load();
-  if (!ps.ok()) std::fprintf(stderr, "rerail-top: %s\n", ps.message().c_str());
+  rr::log::SetPrefix("rerail-top");
+  (void)rr::Params::Load();  // a malformed RERAIL_* value is reported by Load() and its default used
   if (dir.empty()) dir = rr::Params::Str(rr::ParamId::BoardDir);
   if (access(dir.c_str(), R_OK | X_OK) != 0) {
     std::fprintf(stderr, "rerail-top: cannot read board directory '%s': %s\n", dir.c_str(), strerror(errno));

@@ -38,7 +38,7 @@
            "scripts/netns-rails.sh and the fault tests: name prefix of the simulated hosts' namespaces")       \
   /* profiler */                                                                                           \
   RR_PARAM(ProfileMask, "PROFILE_MASK", kString, "coll,p2p,proxyop,net", "", "",                           \
-           "Event kinds the profiler records: group,coll,p2p,proxyop,proxystep,proxyctrl,kernelch,net,all")   \
+           "Event kinds the profiler writes: group,coll,p2p,proxyop,proxystep,proxyctrl,kernelch,net,groupapi,collapi,p2papi,kernellaunch,cecoll,cesync,cebatch, all, or a number")   \
   RR_PARAM(ProfileDir, "PROFILE_DIR", kString, ".", "", "", "Directory for trace JSON, summary and Prometheus textfile") \
   RR_PARAM(ProfileFlushS, "PROFILE_FLUSH_S", kInt, "0", "s", "0:86400", "Also write outputs every N seconds (0: only at finalize)") \
   RR_PARAM(ProfileRing, "PROFILE_RING", kInt, "32768", "records", "1024:16777216",                       \

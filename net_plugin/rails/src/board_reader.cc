@@ -148,6 +148,10 @@ ScanResult ScanBoards(const std::string& dir_arg, bool remove_stale) {
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
     if (name.compare(0, strlen(kBoardFilePrefix), kBoardFilePrefix) == 0) names.push_back(name);
+    // ".rerail-board.<pid>.<tag>.tmp": a writer died between create and rename.
+    if (remove_stale && name.size() > 1 && name[0] == '.' && PidFromName(name.substr(1)) != 0 &&
+        !ProcessAlive(PidFromName(name.substr(1)), 0) && unlink((dir + "/" + name).c_str()) == 0)
+      res.removed.push_back(dir + "/" + name);
   }
   closedir(d);
   std::sort(names.begin(), names.end());

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -93,10 +94,16 @@ Status BoardWriter::Create(const std::string& tag, std::unique_ptr<BoardWriter>*
   auto* slots = reinterpret_cast<RailSlot*>(h + 1);
   for (uint32_t i = 0; i < kBoardMaxRails; ++i) new (&slots[i]) RailSlot{};
   h->magic.store(kBoardMagic, std::memory_order_release);
-  if (rename(tmp.c_str(), w->path_.c_str()) != 0) {
-    Status s = Status::System("rail-health board: rename(" + tmp + ", " + w->path_ + ")");
+  // NOREPLACE: a second board with the same tag in this process must not silently take the first's
+  // place (the first one's destructor would then unlink the second's file).
+  if (renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, w->path_.c_str(), RENAME_NOREPLACE) != 0) {
+    Status s = errno == EEXIST ? Status::InvalidUsage("rail-health board " + w->path_ +
+                                                      " already exists: one board per tag per process")
+                               : Status::System("rail-health board: rename(" + tmp + ", " + w->path_ + ")");
     unlink(tmp.c_str());
-    return s;  // the destructor unmaps
+    munmap(w->base_, w->size_);
+    w->base_ = nullptr;  // the destructor must not unlink the existing board
+    return s;
   }
   RR_INFO(log::kFlagNet | log::kFlagInit, "rail-health board %s (layout v%u, %u rails max)", w->path_.c_str(),
           kBoardVersion, kBoardMaxRails);

@@ -193,7 +193,7 @@ Status LinkMonitor::Impl::Setup() {
   int err = nl_connect(sk, NETLINK_ROUTE);
   if (err == 0) err = nl_socket_add_membership(sk, RTNLGRP_LINK);
   if (err == 0) err = nl_socket_set_nonblocking(sk);
-  if (err == 0) err = nl_socket_set_buffer_size(sk, 1 << 20, 0);
+  if (err == 0) err = nl_socket_set_buffer_size(sk, opts.rcvbuf_bytes, 0);
   if (err < 0) return Status(Code::kSystemError, std::string("link monitor: rtnetlink socket: ") + nl_geterror(err));
   // Subscribed first, then dumped: a change racing the dump is seen at least once.
   return Snapshot();

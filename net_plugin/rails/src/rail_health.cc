@@ -87,7 +87,11 @@ bool RailHealth::OnEvent(RailEvent ev, const char* why) {
 void RailHealth::transition(RailState from, RailState to, RailEvent ev, const char* why) {
   state_.store(to, std::memory_order_release);
   transitions_.fetch_add(1, std::memory_order_relaxed);
-  if (board_ != nullptr && board_slot_ >= 0) board_->SetState(board_slot_, to, ev);
+  if (board_ != nullptr && board_slot_ >= 0) {
+    board_->SetState(board_slot_, to, ev);
+    if (to == RailState::kHealthy && (from == RailState::kFailed || from == RailState::kRecovering))
+      board_->CountFailback(board_slot_);  // re-admitted after a failure
+  }
   if (to == RailState::kFailed || to == RailState::kPermanentlyFailed) {
     RR_WARN("rail %d (%s) %s -> %s on %s: %s", rail_, ifname_.c_str(), StateName(from), StateName(to),
             EventName(ev), why ? why : "");

@@ -43,6 +43,7 @@ class TcpLink final : public Link {
   IoState Writev(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) override;
   IoState Read(int stream, void* buf, size_t len, size_t* n, int* err) override;
   std::string Describe() const override { return desc_; }
+  uint32_t UnackedAgeMs() const override;
 
  private:
   std::vector<int> fds_;

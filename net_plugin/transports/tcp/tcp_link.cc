@@ -1,7 +1,10 @@
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "../../wire.h"
@@ -46,6 +49,17 @@ IoState TcpLink::Read(int stream, void* buf, size_t len, size_t* n, int* err) {
     *err = errno;
     return IoState::kError;
   }
+}
+
+uint32_t TcpLink::UnackedAgeMs() const {
+  uint32_t worst = 0;
+  for (int fd : fds_) {
+    tcp_info ti{};
+    socklen_t len = sizeof(ti);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) continue;
+    if (ti.tcpi_unacked > 0) worst = std::max(worst, ti.tcpi_last_ack_recv);
+  }
+  return worst;
 }
 
 void MakeHello(const LinkIdentity& id, int stream, Hello* h) {

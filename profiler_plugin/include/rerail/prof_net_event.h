@@ -11,7 +11,8 @@
 //
 // Event kinds
 //   IO         span: bytes moved on one rail for one NCCL step (start at isend/irecv, update, stop at test)
-//   FAILOVER   instant: a link on `rail` failed; its traffic moved to `toRail`; `stallNs` = time from the last
+//   FAILOVER   instant: a link on `rail` failed; its traffic moved to `toRail`; `stallNs` = time from the
+//   last
 //              progress to detection; `bytes`/`count` = unacknowledged bytes/chunks re-queued
 //   MIGRATION  instant: a connection moved `bytes` of queued chunks from `rail` to `toRail` (rebalance)
 //   FAILBACK   instant: `rail` was probed successfully and re-admitted

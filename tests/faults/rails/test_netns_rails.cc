@@ -126,6 +126,19 @@ TEST_F(NetnsRails, ScriptIsIdempotentValidatesAndReportsJson) {
   EXPECT_EQ(other.Script("status").out.find("up=0") != std::string::npos, true);
 }
 
+TEST_F(NetnsRails, UpRebuildsAPartialTopologyLeftByACrash) {
+  ASSERT_EQ(rr::testing::RunCmd("ip netns del " + topo().Netns(1)).rc, 0);  // as if killed mid-way
+  auto up = topo().Script("up 2 2");
+  ASSERT_EQ(up.rc, 0) << up.out;
+  EXPECT_EQ(up.out.find("already up"), std::string::npos) << up.out;
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(TcpTransfer(topo(), 0, 1, r, kBytes, kOkTimeoutMs), "") << "rail " << r;
+  // A different shape replaces the old one entirely.
+  ASSERT_EQ(topo().Script("up 3 1").rc, 0);
+  auto st = topo().Script("status");
+  EXPECT_NE(st.out.find("hosts=3 rails=1"), std::string::npos) << st.out;
+  EXPECT_EQ(st.out.find("rail=1"), std::string::npos) << st.out;
+}
+
 TEST_F(NetnsRails, DownIsCompleteAndSafeToRepeat) {
   std::string p = topo().prefix();
   topo().Down();

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -14,6 +15,9 @@
 #include "rerail/rails/board.h"
 
 namespace {
+
+// Expected WARN lines are captured and asserted, not printed.
+void NoopLogger(int, unsigned long, const char*, int, const char*, ...) {}
 
 using namespace rr::rails;
 
@@ -101,17 +105,22 @@ TEST_F(BoardTest, BadArgumentsAreErrorsNotCrashes) {
   EXPECT_FALSE(w);
 
   auto ok = Make();
+  std::unique_ptr<BoardWriter> twin;
+  EXPECT_EQ(BoardWriter::Create("net", &twin, dir_).code(), rr::Code::kInvalidUsage);  // same tag twice
+  EXPECT_EQ(access(ok->path().c_str(), F_OK), 0);  // the first board is untouched
   int idx = -1;
   for (uint32_t i = 0; i < kBoardMaxRails; ++i) ASSERT_TRUE(ok->AddRail("r" + std::to_string(i), &idx).ok());
   EXPECT_EQ(ok->AddRail("one-too-many", &idx).code(), rr::Code::kInvalidUsage);
 
   std::vector<std::string> warns;
+  rr::log::SetLogger(&NoopLogger);
   rr::log::SetCapture([&](rr::log::Level l, const std::string& m) {
     if (l == rr::log::Level::kWarn) warns.push_back(m);
   });
   ok->AddBytes(-1, 1, 1);
   ok->SetState(99, RailState::kFailed, RailEvent::kError);
   rr::log::SetCapture(nullptr);
+  rr::log::SetLogger(nullptr);
   ASSERT_EQ(warns.size(), 1u);  // logged once, not per call
   EXPECT_NE(warns[0].find("out of range"), std::string::npos);
 }
@@ -203,6 +212,9 @@ TEST_F(BoardTest, ForeignAndFutureFilesAreReportedNotDeleted) {
   waitpid(dead, nullptr, 0);
   std::string small = dir_ + "/rerail-board." + std::to_string(dead) + ".net";
   std::ofstream(small) << "x";
+  // A temp file of a writer that died before its rename(): removed too.
+  std::string tmp = dir_ + "/.rerail-board." + std::to_string(dead) + ".net.tmp";
+  std::ofstream(tmp) << "x";
 
   ScanResult r = ScanBoards(dir_, true);
   ASSERT_EQ(r.boards.size(), 1u);
@@ -213,8 +225,10 @@ TEST_F(BoardTest, ForeignAndFutureFilesAreReportedNotDeleted) {
   EXPECT_NE(all.find("layout version " + std::to_string(kBoardVersion + 1)), std::string::npos) << all;
   EXPECT_EQ(access(junk.c_str(), F_OK), 0);
   EXPECT_EQ(access(future.c_str(), F_OK), 0);
-  ASSERT_EQ(r.removed.size(), 1u);
-  EXPECT_EQ(r.removed[0], small);
+  ASSERT_EQ(r.removed.size(), 2u);
+  EXPECT_NE(std::find(r.removed.begin(), r.removed.end(), small), r.removed.end());
+  EXPECT_NE(std::find(r.removed.begin(), r.removed.end(), tmp), r.removed.end());
+  EXPECT_NE(access(tmp.c_str(), F_OK), 0);
 }
 
 TEST(BoardProcess, AliveChecksPidAndStartTime) {

@@ -12,6 +12,9 @@
 
 namespace {
 
+// Expected WARN lines are captured and asserted, not printed.
+void NoopLogger(int, unsigned long, const char*, int, const char*, ...) {}
+
 using rr::rails::NextState;
 using rr::rails::RailEvent;
 using rr::rails::RailHealth;
@@ -72,6 +75,7 @@ TEST(RailHealthTable, OutOfRangeValuesAreRejectedNotRead) {
 
 TEST(RailHealth, FailureLogsOneWarnWithRailNameAndReason) {
   std::vector<std::pair<rr::log::Level, std::string>> lines;
+  rr::log::SetLogger(&NoopLogger);
   rr::log::SetCapture([&](rr::log::Level l, const std::string& m) { lines.emplace_back(l, m); });
   RailHealth h(2, "rail2");
   EXPECT_TRUE(h.OnEvent(E::kLinkDown, "carrier lost"));
@@ -79,6 +83,7 @@ TEST(RailHealth, FailureLogsOneWarnWithRailNameAndReason) {
   EXPECT_TRUE(h.OnEvent(E::kLinkUp, "carrier back"));
   EXPECT_TRUE(h.OnEvent(E::kProbeOk, "probe answered in 1 ms"));
   rr::log::SetCapture(nullptr);
+  rr::log::SetLogger(nullptr);
   int warns = 0;
   for (const auto& [lvl, msg] : lines) {
     if (lvl != rr::log::Level::kWarn) continue;
@@ -138,6 +143,7 @@ TEST(RailHealth, PublishesEveryTransitionToTheBoard) {
   int slot = -1;
   ASSERT_TRUE(board->AddRail("rail1", &slot).ok());
   RailHealth h(1, "rail1", board.get(), slot);
+  rr::log::SetLogger(&NoopLogger);
   rr::log::SetCapture([](rr::log::Level, const std::string&) {});  // expected WARN lines: not printed
   // Several threads hammer the machine: every accepted event is one transition on the board.
   std::vector<std::thread> threads;
@@ -148,6 +154,7 @@ TEST(RailHealth, PublishesEveryTransitionToTheBoard) {
     });
   for (auto& th : threads) th.join();
   rr::log::SetCapture(nullptr);
+  rr::log::SetLogger(nullptr);
   rr::rails::BoardSnapshot snap;
   ASSERT_TRUE(rr::rails::ReadBoard(board->path(), &snap).ok());
   ASSERT_EQ(snap.rails.size(), 1u);

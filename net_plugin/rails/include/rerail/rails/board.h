@@ -5,7 +5,8 @@
 //   * BoardWriter::Create() makes `<dir>/rerail-board.<pid>.<tag>` (dir: argument, else
 //     RERAIL_BOARD_DIR) atomically (temp file + rename), first removing stale boards of dead
 //     processes in that directory. It fails with kSystemError (cannot create/map the file) or
-//     kInvalidArgument (tag empty, too long, or not [A-Za-z0-9_-]); a board that cannot be created must
+//     kInvalidArgument (tag empty, too long, or not [A-Za-z0-9_-]) or kInvalidUsage (this process
+//     already has a board with that tag); a board that cannot be created must
 //     not stop the plugin: callers log and continue without one.
 //   * The destructor unmaps and unlinks the file. A crashed process leaves its board behind; the next
 //     Create() or ScanBoards(remove_stale=true) in that directory removes it.

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "rerail/rails/rail_health.h"
 #include "rerail/status.h"
 
 namespace rr::rails {
@@ -47,6 +48,11 @@ struct LinkEvent {
   uint64_t t_ns = 0;       // CLOCK_MONOTONIC when the monitor received it
 };
 
+// The rail-health event a link event stands for: link-removed, link-down or link-up.
+inline RailEvent ToRailEvent(const LinkEvent& e) {
+  return e.removed ? RailEvent::kLinkRemoved : (e.up ? RailEvent::kLinkUp : RailEvent::kLinkDown);
+}
+
 class LinkMonitor {
  public:
   static constexpr size_t kMaxQueued = 4096;
@@ -54,6 +60,7 @@ class LinkMonitor {
   struct Options {
     std::vector<std::string> ifnames;  // empty: every interface
     std::string netns_path;            // empty: this thread's network namespace
+    int rcvbuf_bytes = 1 << 20;        // netlink socket receive buffer (tests shrink it to force overflow)
   };
   using Callback = std::function<void(const LinkEvent&)>;
 

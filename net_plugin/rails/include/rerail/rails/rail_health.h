@@ -23,7 +23,9 @@
 //   * Every change goes through one private transition(from, to, event, why) that logs: WARN when the
 //     rail becomes unusable (failed / permanently-failed), INFO otherwise, with rail index, interface
 //     name, both state names and the reason. The same function publishes to the board when one is
-//     attached (BoardWriter::SetState).
+//     attached (BoardWriter::SetState, and CountFailback when a failed/recovering rail becomes
+//     healthy again); the other board counters (bytes, failovers, retransmits, link-down events)
+//     belong to the data path and are the caller's to update.
 //   * Thread-safe: OnEvent() serialises on an internal mutex; state() / Usable() are lock-free atomic
 //     loads, safe from any thread (e.g. the link-monitor thread writes, the proxy thread reads).
 //   * Never blocks beyond the mutex; never fails.

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# rerail loopback benchmark (not a test): in one run, between two processes on 127.0.0.1,
+#   * throughput of 64 MiB messages through the rerail net plugin (window of 8 like NCCL,
+#     RERAIL_TCP_STREAMS=S) vs iperf3 -P S                               target ratio >= 0.9
+#   * small-message latency, rerail 8-byte ping-pong vs sockperf ping-pong (TCP; sockperf's smallest
+#     message is 14 bytes), both as one-way latency = round trip / 2      target ratio <= 1.5
+# rerail and the reference tools alternate for BENCH_ROUNDS rounds and the medians are compared, so a
+# load change on a shared host hits both sides alike. Figures are still noisy on a shared CPU.
+# Usage: scripts/bench-loopback.sh [S]
+# Env: BUILD_DIR (build), STREAMS (2), BENCH_ROUNDS (3), BENCH_SECONDS (3, per reference-tool run)
+# Every process it starts is stopped on exit (trap).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+BUILD_DIR=${BUILD_DIR:-build}
+S=${1:-${STREAMS:-2}}
+T=${BENCH_SECONDS:-3}
+R=${BENCH_ROUNDS:-3}
+bench="$BUILD_DIR/tools/rerail-netbench"
+for tool in iperf3 sockperf python3 ss; do
+  command -v "$tool" >/dev/null || { echo "bench: $tool is missing (scripts/setup.sh installs it)" >&2; exit 1; }
+done
+[ -x "$bench" ] || cmake --build "$BUILD_DIR" --target rerail-netbench nccl-net-rerail
+
+pids=()
+work=$(mktemp -d /tmp/rerail-bench.XXXXXX)
+cleanup() {
+  for p in "${pids[@]}"; do
+    kill "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_listen() {  # port
+  for _ in $(seq 100); do
+    ss -ltnH "sport = :$1" 2>/dev/null | grep -q . && return 0
+    sleep 0.05
+  done
+  echo "bench: nothing listens on 127.0.0.1:$1" >&2
+  return 1
+}
+field() { sed -n "s/.*[ ]$1=\([0-9.]*\).*/\1/p" "$2"; }
+
+echo "# rerail loopback benchmark: S=$S streams, $R alternating rounds, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+sp_port=$(free_port)
+sockperf server --tcp -i 127.0.0.1 -p "$sp_port" >"$work/sockperf-server.txt" 2>&1 &
+pids+=($!)
+wait_listen "$sp_port"
+
+: >"$work/rows"
+for round in $(seq "$R"); do
+  # rerail throughput (rerail-netbench spawns its peer process; both load the plugin)
+  RERAIL_TCP_IFNAME=lo RERAIL_TCP_STREAMS=$S "$bench" --only bw --size $((64 << 20)) --iters 32 --window 8 \
+    >"$work/rr-bw.txt"
+  rr_bw=$(field bw_GBps "$work/rr-bw.txt")
+  # iperf3 -P S
+  port=$(free_port)
+  iperf3 -s -B 127.0.0.1 -p "$port" -1 >"$work/iperf3-server.txt" 2>&1 &
+  pids+=($!)
+  wait_listen "$port"
+  iperf3 -c 127.0.0.1 -p "$port" -P "$S" -t "$T" -J >"$work/iperf3.json"
+  ip_bw=$(python3 -c 'import json,sys; print("%.4f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e9))' "$work/iperf3.json")
+  # rerail latency
+  RERAIL_TCP_IFNAME=lo RERAIL_TCP_STREAMS=$S "$bench" --only lat --lat-size 8 --lat-iters 5000 >"$work/rr-lat.txt"
+  rr_lat=$(field lat_us "$work/rr-lat.txt")
+  rr_p50=$(field lat_p50_us "$work/rr-lat.txt")
+  # sockperf ping-pong
+  sockperf ping-pong --tcp -i 127.0.0.1 -p "$sp_port" -t "$T" -m 14 >"$work/sockperf.txt" 2>&1
+  sp_lat=$(sed -n 's/.*Summary: Latency is \([0-9.]*\) usec.*/\1/p' "$work/sockperf.txt" | tail -n 1)
+  sp_p50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$work/sockperf.txt" | tail -n 1)
+  printf 'round %d: rerail %.3f GB/s, iperf3 %.3f GB/s; one-way latency mean/median: rerail %.2f/%.2f us, sockperf %.2f/%.2f us\n' \
+    "$round" "$rr_bw" "$ip_bw" "$rr_lat" "$rr_p50" "$sp_lat" "$sp_p50"
+  echo "$rr_bw $ip_bw $rr_lat $sp_lat $rr_p50 $sp_p50" >>"$work/rows"
+done
+
+python3 - "$work/rows" "$S" <<'PY'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+s = sys.argv[2]
+med = [statistics.median(col) for col in zip(*rows)]
+rr_bw, ip_bw, rr_lat, sp_lat, rr_p50, sp_p50 = med
+def ratio(a, b): return a / b if b else float("nan")
+print()
+print(f"medians of {len(rows)} rounds          rerail   reference    ratio  target")
+r = ratio(rr_bw, ip_bw)
+print(f"{'throughput 64 MiB, GB/s':28s}{rr_bw:12.3f}{ip_bw:12.3f}{r:9.2f}  >= 0.9 vs iperf3 -P {s}: {'MET' if r >= 0.9 else 'MISSED'}")
+r = ratio(rr_lat, sp_lat)
+print(f"{'latency mean one-way, us':28s}{rr_lat:12.2f}{sp_lat:12.2f}{r:9.2f}  <= 1.5 vs sockperf: {'MET' if r <= 1.5 else 'MISSED'}")
+r = ratio(rr_p50, sp_p50)
+print(f"{'latency median one-way, us':28s}{rr_p50:12.2f}{sp_p50:12.2f}{r:9.2f}  <= 1.5 vs sockperf: {'MET' if r <= 1.5 else 'MISSED'}")
+PY
