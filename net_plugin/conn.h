@@ -7,9 +7,14 @@
 //     link can take bytes (policy: stripe = every healthy link, failover = the primary while healthy).
 //     The send completes when the receiver's cumulative ack covers it, so NCCL's buffer is also the
 //     retransmit buffer: each link remembers the chunks it carried until they are acknowledged.
+//     Eager sends (size <= eager_max while the comm's eager pool has room) are copied into the pool
+//     and complete once every chunk was written; the copy is the retransmit buffer until the ack.
 //   * the receiver reads each chunk header, then the payload straight into the posted buffer at its
 //     offset (RxTracker decides place / drop / wait), completes a receive when every byte is placed,
-//     and acks in-order completion on the reverse direction of a live link. Every RERAIL_HEARTBEAT_MS
+//     and acks in-order completion on the reverse direction of a live link: at once after a normal
+//     message; after an eager one in the next test() on the comm that finds nothing to read (so a
+//     reply goes first and the ack waits off the critical path), with the next normal ack, or at once
+//     when 16 eager messages / half the eager pool are unacknowledged. Heartbeats carry it too. Every RERAIL_HEARTBEAT_MS
 //     it also sends a heartbeat (carrying the same cumulative ack) on every live link.
 //   * a link fails on a socket error, a link-down event for its rail, a peer notice, or a stall: the
 //     sender heard nothing on it for RERAIL_STALL_MS while another link was heard, or the transport
@@ -71,6 +76,8 @@ struct ConnConfig {
   const RailSignals* rails = nullptr;
   rails::BoardWriter* board = nullptr;  // rail-health board (slot = local device index); may be null
   uint32_t chunk = 128 * 1024;
+  size_t eager_max = 16384;         // sends up to this size are eager (copied; complete once written); 0: never
+  size_t eager_pool = 1 << 20;      // bytes of eager copies a send comm may hold unacknowledged
   int streams = 2;
   Policy policy = Policy::kStripe;
   uint64_t stall_ns = 500'000'000;
@@ -138,7 +145,10 @@ class SendComm final : public Comm {
     size_t size = 0;
     size_t next_off = 0;      // next fresh byte to schedule
     bool scheduled = false;   // every chunk handed out once
-    Request* req = nullptr;
+    Request* req = nullptr;   // null once reported done (eager) so the ack cannot touch a reused request
+    bool eager = false;       // data points into copy; req completes when `written` reaches size
+    size_t written = 0;       // eager: payload bytes of chunks fully written (re-sends may count twice)
+    std::vector<uint8_t> copy;
   };
   struct TxStream {
     bool busy = false;
@@ -169,6 +179,7 @@ class SendComm final : public Comm {
   bool NextItem(TxLink& l, TxStream* s);
   Status Progress();
   Status WriteStream(TxLink& l, int i, bool* progressed);
+  void OnChunkWritten(const Frame& f);
   Status ReadControl(TxLink& l);
   void OnAck(uint64_t ack);
   void FailLink(TxLink& l, const std::string& why, bool peer_closed);
@@ -188,6 +199,7 @@ class SendComm final : public Comm {
   uint64_t next_seq_ = 0;
   uint64_t sched_seq_ = 0;
   uint64_t acked_ = 0;
+  size_t eager_bytes_ = 0;         // bytes held in eager copies (bounded by cfg_.eager_pool)
   uint64_t no_link_since_ns_ = 0;  // 0 while some link is healthy
   uint64_t setup_start_ns_ = 0;
   uint64_t next_board_ns_ = 0;
@@ -222,12 +234,12 @@ class RecvComm final : public Comm {
   };
 
   void Attach(std::unique_ptr<Link> link);
-  Status Progress();
+  Status Progress(bool idle_acks);  // idle_acks: a call that reads nothing sends deferred acks
   Status ReadStream(RxLink& l, int i, bool* progressed);
   Status OnHeader(RxLink& l, RxStream& s, bool* stalled);
   void OnPlaced(RxStream& s);
   void DropLink(int idx, const std::string& why, bool peer_closed);
-  Status FlushControl(uint64_t now);
+  Status FlushControl(uint64_t now, bool flush_acks);
   Status PollListener(uint64_t now);
   void CheckStalls(uint64_t now);
   int LiveLinks() const;
@@ -238,6 +250,9 @@ class RecvComm final : public Comm {
   std::vector<RxLink> links_;
   std::vector<uint8_t> scratch_;  // sink for dropped payloads
   uint64_t ack_sent_ = 0;
+  bool ack_urgent_ = false;     // a normal message completed since the last ack: ack in this call
+  uint32_t eager_unacked_ = 0;  // eager messages completed since the last ack
+  size_t eager_unacked_bytes_ = 0;
   uint64_t next_listen_poll_ns_ = 0;
   uint64_t no_link_since_ns_ = 0;
   std::string peer_;

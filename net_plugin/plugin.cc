@@ -66,6 +66,8 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.transport = transport_.get();
   cfg_.rails = &rails_;
   cfg_.chunk = static_cast<uint32_t>(Params::Int(ParamId::ChunkSize));
+  cfg_.eager_max = static_cast<size_t>(Params::Int(ParamId::EagerMax));
+  cfg_.eager_pool = static_cast<size_t>(Params::Int(ParamId::EagerPool));
   cfg_.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
   // auto = stripe on TCP (DESIGN.md); failover only when asked for.
   cfg_.policy = Params::Str(ParamId::Policy) == "failover" ? Policy::kFailover : Policy::kStripe;

@@ -11,6 +11,7 @@ namespace {
 constexpr size_t kScratchBytes = 1 << 16;
 constexpr uint64_t kListenPollNs = 2'000'000;  // how often a comm looks for re-connected rails
 constexpr size_t kMaxLinks = 16;
+constexpr uint32_t kEagerAckEvery = 16;  // eager completions that force an ack without waiting a call
 }  // namespace
 
 RecvComm::RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, std::unique_ptr<Link> first)
@@ -99,12 +100,12 @@ Status RecvComm::Irecv(void* data, size_t cap, Request** req) {
   RxTracker::Slot* slot = tracker_.Post(data, cap, r);
   if (slot == nullptr) {  // window full until older messages complete: NCCL retries
     pool_.Put(r);
-    return Progress();
+    return Progress(false);
   }
   r->seq = slot->seq;
   r->slot = slot;
   *req = r;
-  (void)Progress();  // a failure found here is reported by test() on this request
+  (void)Progress(false);  // a failure found here is reported by test() on this request
   return Status::Ok();
 }
 
@@ -145,6 +146,8 @@ void RecvComm::OnPlaced(RxStream& s) {
     auto* r = static_cast<Request*>(s.slot->owner);
     r->size = static_cast<size_t>(s.slot->total);
     r->state = ReqState::kDone;
+    if (IsEager(s.hdr)) ++eager_unacked_, eager_unacked_bytes_ += r->size;
+    else ack_urgent_ = true;  // the sender's request waits for this ack
   }
   s.slot = nullptr;
 }
@@ -196,10 +199,12 @@ Status RecvComm::ReadStream(RxLink& l, int i, bool* progressed) {
   }
 }
 
-// Queues acks/heartbeats and writes pending control frames on each live link.
-Status RecvComm::FlushControl(uint64_t now) {
+// Queues acks/heartbeats and writes pending control frames on each live link. Acks of eager messages
+// alone wait for `flush_acks` (the next call) unless enough of them piled up.
+Status RecvComm::FlushControl(uint64_t now, bool flush_acks) {
   uint64_t prefix = tracker_.completed_prefix();
-  bool ack_due = prefix != ack_sent_;
+  bool ack_due = prefix != ack_sent_ && (flush_acks || ack_urgent_ || eager_unacked_ >= kEagerAckEvery ||
+                                         eager_unacked_bytes_ >= cfg_.eager_pool / 2);
   for (size_t idx = 0; idx < links_.size(); ++idx) {
     RxLink& l = links_[idx];
     if (!l.link) continue;
@@ -207,6 +212,9 @@ Status RecvComm::FlushControl(uint64_t now) {
       l.out.push_back(Frame{FrameMagic(FrameType::kAck), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});
       ack_due = false;
       ack_sent_ = prefix;
+      ack_urgent_ = false;
+      eager_unacked_ = 0;
+      eager_unacked_bytes_ = 0;
     }
     if (now - l.last_hb_ns >= cfg_.heartbeat_ns && l.out.size() < 4) {
       l.out.push_back(Frame{FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});
@@ -257,7 +265,9 @@ Status RecvComm::PollListener(uint64_t now) {
   }
 }
 
-Status RecvComm::Progress() {
+// Deferred eager acks go out in a test() call that read nothing: the comm is waiting, so the ack
+// costs no latency on the path of the caller's next message (an irecv never flushes them).
+Status RecvComm::Progress(bool idle_acks) {
   if (state_ == ConnState::kFailed) return failure_;
   uint64_t now = NowNs();
   RR_CHECK(PollListener(now));
@@ -265,15 +275,17 @@ Status RecvComm::Progress() {
     if (tracker_.completed_prefix() == tracker_.posted()) return Status::Ok();
     return Fail(Code::kRemoteError, "receive posted but peer " + peer_ + " has closed the connection");
   }
+  bool read_any = false;
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
     for (auto& l : links_) {
       for (int i = 0; l.link && i < static_cast<int>(l.rx.size()); ++i) RR_CHECK(ReadStream(l, i, &progressed));
     }
+    read_any |= progressed;
     if (!progressed || state_ != ConnState::kActive) break;
   }
   if (state_ != ConnState::kActive) return state_ == ConnState::kFailed ? failure_ : Status::Ok();
-  RR_CHECK(FlushControl(now));
+  RR_CHECK(FlushControl(now, idle_acks && !read_any));
   CheckStalls(now);
   if (LiveLinks() == 0 && no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns &&
       tracker_.completed_prefix() != tracker_.posted()) {
@@ -286,7 +298,7 @@ Status RecvComm::Progress() {
 Status RecvComm::Test(Request* r, int* done, int* size) {
   *done = 0;
   if (r->state != ReqState::kDone) {
-    Status st = Progress();
+    Status st = Progress(true);
     if (!st.ok() && r->state != ReqState::kDone) return st;  // completed before the failure: still done
   }
   if (r->state != ReqState::kDone) return Status::Ok();

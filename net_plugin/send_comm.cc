@@ -136,6 +136,16 @@ Status SendComm::Isend(const void* data, size_t size, Request** req) {
   m.next_off = 0;
   m.scheduled = false;
   m.req = r;
+  // Eager: the copy outlives NCCL's buffer, so the send may complete before the ack; a full pool
+  // falls back to a normal send.
+  m.eager = size <= cfg_.eager_max && cfg_.eager_max > 0 && eager_bytes_ + size <= cfg_.eager_pool;
+  m.written = 0;
+  if (m.eager) {
+    if (m.copy.capacity() < cfg_.eager_max) m.copy.reserve(cfg_.eager_max);  // never moves: a re-send may read it
+    m.copy.assign(m.data, m.data + size);
+    m.data = m.copy.data();
+    eager_bytes_ += size;
+  }
   r->seq = m.seq;
   r->size = size;
   *req = r;
@@ -183,7 +193,7 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
     if (m.next_off >= m.size) m.scheduled = true;
   }
   const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
-  s->hdr = Frame{FrameMagic(FrameType::kData), c.len, static_cast<uint32_t>(conn_id_), l.epoch, c.seq, c.off, m.size};
+  s->hdr = Frame{FrameMagic(FrameType::kData) | (m.eager ? kFrameEager : 0u), c.len, static_cast<uint32_t>(conn_id_), l.epoch, c.seq, c.off, m.size};
   s->payload = m.data + c.off;
   s->len = c.len;
   s->busy = true;
@@ -225,12 +235,28 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
     s.done += n;
     if (s.done < sizeof(Frame) + s.len) return Status::Ok();  // socket buffer full
     s.busy = false;
+    if (IsEager(s.hdr)) OnChunkWritten(s.hdr);
   }
+}
+
+// An eager send completes once every chunk is in the kernel; its copy stays until the ack.
+void SendComm::OnChunkWritten(const Frame& f) {
+  TxMsg& m = msgs_[f.seq % RxTracker::kWindow];
+  if (m.seq != f.seq || !m.eager || m.req == nullptr) return;
+  m.written += f.len;
+  if (m.written < m.size) return;
+  m.req->state = ReqState::kDone;
+  m.req = nullptr;
 }
 
 void SendComm::OnAck(uint64_t ack) {
   if (ack <= acked_ || ack > next_seq_) return;
-  for (; acked_ < ack; ++acked_) msgs_[acked_ % RxTracker::kWindow].req->state = ReqState::kDone;
+  for (; acked_ < ack; ++acked_) {
+    TxMsg& m = msgs_[acked_ % RxTracker::kWindow];
+    if (m.req != nullptr) m.req->state = ReqState::kDone;
+    m.req = nullptr;
+    if (m.eager) eager_bytes_ -= m.size, m.eager = false;
+  }
   for (size_t i = 0; i < links_.size(); ++i) {
     auto& q = links_[i].inflight;
     while (!q.empty() && q.front().seq < acked_) {

@@ -4,6 +4,9 @@
 // every stream carries Frames, each followed by `len` payload bytes; the receiver → sender direction of
 // stream 0 carries payload-less control Frames (acks, heartbeats, epoch notices).
 //
+// magic_type = kFrameMagic | flags (bits 8..15) | type (bits 0..7). kFrameEager on a kData frame marks
+// a chunk of an eager message (the sender holds a copy and already completed the send): the receiver
+// may defer its ack. Flags are ignored by older code (TypeOf masks them), so frames stay unambiguous.
 // Control frames (kAck, kHeartbeat, kLinkDown) have len 0. Frame fields for kData: conn = low 32 bits of the connection id, epoch = the link epoch the chunk was
 // sent under, seq = message sequence number (0, 1, … in isend order = irecv posting order), offset/len =
 // where the payload goes in the message, total = the message size. For kAck: seq = number of messages
@@ -55,8 +58,11 @@ struct Frame {
 };
 static_assert(sizeof(Frame) == 40, "Frame is 40 bytes on the wire");
 
+constexpr uint32_t kFrameEager = 0x100u;  // kData only: chunk of an eager message
+
 inline uint32_t FrameMagic(FrameType t) { return kFrameMagic | static_cast<uint32_t>(t); }
 inline bool FrameValid(const Frame& f) { return (f.magic_type & 0xffff0000u) == kFrameMagic; }
 inline FrameType TypeOf(const Frame& f) { return static_cast<FrameType>(f.magic_type & 0xffu); }
+inline bool IsEager(const Frame& f) { return (f.magic_type & kFrameEager) != 0; }
 
 }  // namespace rr::net

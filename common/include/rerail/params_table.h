@@ -16,6 +16,12 @@
   RR_PARAM(TcpStreams, "TCP_STREAMS", kInt, "2", "sockets", "1:16", "TCP streams per link (per rail per connection)") \
   RR_PARAM(ChunkSize, "CHUNK_SIZE", kInt, "131072", "bytes", "4096:67108864",                             \
            "Largest piece of a message sent as one unit on one stream (the unit of striping and re-send)")     \
+  RR_PARAM(EagerMax, "EAGER_MAX", kInt, "16384", "bytes", "0:262144",                                      \
+           "Sends up to this size are copied into the connection's re-send pool (RERAIL_EAGER_POOL) and complete once written " \
+           "(no wait for the receiver's ack: small-message latency); 0 disables")                              \
+  RR_PARAM(EagerPool, "EAGER_POOL", kInt, "1048576", "bytes", "0:67108864",                               \
+           "Bytes of eager-send copies one connection may hold until acknowledged; a send that does not fit " \
+           "is sent the normal way")                                                                          \
   RR_PARAM(TcpBufSize, "TCP_SOCKBUF", kInt, "0", "bytes", "0:268435456", "SO_SNDBUF/SO_RCVBUF per stream; 0 keeps the kernel's autotuning") \
   RR_PARAM(ConnectTimeoutMs, "CONNECT_TIMEOUT_MS", kInt, "30000", "ms", "100:3600000",                    \
            "How long connect/accept keep retrying a rail before giving up on it")                              \

@@ -144,6 +144,17 @@ TEST_F(NetFaults, LinkDownMidStreamLosesNothing) {
                                                                           << a.log << b.log;
 }
 
+// Small messages go eager (complete before the ack, re-sent from rerail's copy): a failure with eager
+// messages unacknowledged must still lose nothing.
+TEST_F(NetFaults, LinkDownMidStreamSmallEagerMessagesLosesNothing) {
+  PeerResult a, b;
+  Run("RERAIL_EAGER_MAX=16384", 3000, [&] {
+    std::this_thread::sleep_for(1000ms);
+    topo().Fail(0, 1);
+  }, &a, &b, 4096);
+  ExpectBothClean(a, b);
+}
+
 TEST_F(NetFaults, BlackholeMidStreamIsDetectedByTheWatchdog) {
   PeerResult a, b;
   Run("RERAIL_STALL_MS=300", 3500, [&] {

@@ -1,0 +1,198 @@
+// Eager small sends of libnccl-net-rerail.so (dlopened through rr::netdrv, as NCCL does), in one
+// process over loopback. The receiver end is driven only where a test says so: a send that completes
+// while the receiver has never been called cannot have been acknowledged, which is what makes the
+// "completes before the ack" checks deterministic.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "net_loader.h"
+#include "rerail/clock.h"
+
+namespace {
+
+using rr::netdrv::NetPlugin;
+
+constexpr size_t kEagerMax = 16384;
+constexpr size_t kPool = 4 * kEagerMax;  // RERAIL_EAGER_POOL of this suite: four eager messages
+
+void QuietLogger(int, unsigned long, const char*, int, const char*, ...) {}
+
+class Eager : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("RERAIL_TCP_IFNAME", "lo", 1);
+    setenv("RERAIL_EAGER_MAX", std::to_string(kEagerMax).c_str(), 1);
+    setenv("RERAIL_EAGER_POOL", std::to_string(kPool).c_str(), 1);
+    std::string err;
+    plugin_ = NetPlugin::Open(RERAIL_NET_SO, &err).release();
+    ASSERT_NE(plugin_, nullptr) << err;
+    ASSERT_EQ(plugin_->Init(&ctx_, 1, QuietLogger, nullptr), rrNcclSuccess);
+  }
+  static void TearDownTestSuite() {
+    if (plugin_ != nullptr) {
+      EXPECT_EQ(plugin_->Finalize(ctx_), rrNcclSuccess);
+    }
+    delete plugin_;
+    plugin_ = nullptr;
+  }
+
+  void SetUp() override {
+    char handle[128] = {0};
+    void* listen = nullptr;
+    ASSERT_EQ(plugin_->Listen(ctx_, 0, handle, &listen), rrNcclSuccess);
+    rr::Deadline dl = rr::Deadline::AfterMs(10000);
+    while ((send_ == nullptr || recv_ == nullptr) && !dl.Expired()) {
+      if (send_ == nullptr) {
+        ASSERT_EQ(plugin_->Connect(ctx_, 0, handle, &send_), rrNcclSuccess);
+      }
+      if (recv_ == nullptr) {
+        ASSERT_EQ(plugin_->Accept(listen, &recv_), rrNcclSuccess);
+      }
+    }
+    ASSERT_EQ(plugin_->CloseListen(listen), rrNcclSuccess);
+    ASSERT_NE(send_, nullptr);
+    ASSERT_NE(recv_, nullptr);
+  }
+  void TearDown() override {
+    if (send_ != nullptr) {
+      EXPECT_EQ(plugin_->CloseSend(send_), rrNcclSuccess);
+    }
+    if (recv_ != nullptr) {
+      EXPECT_EQ(plugin_->CloseRecv(recv_), rrNcclSuccess);
+    }
+  }
+
+  void* Send(void* data, size_t size) {
+    void* req = nullptr;
+    rr::Deadline dl = rr::Deadline::AfterMs(10000);
+    while (req == nullptr && !dl.Expired()) {
+      EXPECT_EQ(plugin_->Isend(send_, data, size, 0, nullptr, nullptr, &req), rrNcclSuccess);
+    }
+    return req;
+  }
+  void* Recv(void* data, size_t cap) {
+    void* req = nullptr;
+    size_t sizes[1] = {cap};
+    int tags[1] = {0};
+    void* mh[1] = {nullptr};
+    rr::Deadline dl = rr::Deadline::AfterMs(10000);
+    while (req == nullptr && !dl.Expired()) {
+      EXPECT_EQ(plugin_->Irecv(recv_, 1, &data, sizes, tags, mh, nullptr, &req), rrNcclSuccess);
+    }
+    return req;
+  }
+  // Tests `req` alone (the other end is not driven) `polls` times or until done.
+  bool PollAlone(void* req, int polls, int* size = nullptr) {
+    int done = 0;
+    for (int i = 0; i < polls && !done; ++i) {
+      EXPECT_EQ(plugin_->Test(req, &done, size), rrNcclSuccess);
+    }
+    return done != 0;
+  }
+  // Drives every request (both ends) until all are done.
+  void WaitAll(std::vector<void*> reqs) {
+    rr::Deadline dl = rr::Deadline::AfterMs(20000);
+    size_t left = reqs.size();
+    while (left > 0 && !dl.Expired()) {
+      for (void*& r : reqs) {
+        int done = 0;
+        if (r == nullptr) continue;
+        ASSERT_EQ(plugin_->Test(r, &done, nullptr), rrNcclSuccess);
+        if (done) r = nullptr, --left;
+      }
+    }
+    ASSERT_EQ(left, 0u) << "requests did not complete";
+  }
+
+  static NetPlugin* plugin_;
+  static void* ctx_;
+  void* send_ = nullptr;
+  void* recv_ = nullptr;
+};
+NetPlugin* Eager::plugin_ = nullptr;
+void* Eager::ctx_ = nullptr;
+
+std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131 + seed * 7 + 1);
+  return v;
+}
+
+constexpr int kManyPolls = 2000;  // far more than writing a few KiB to loopback needs
+
+TEST_F(Eager, SmallSendCompletesBeforeTheReceiverActsAndSurvivesBufferReuse) {
+  auto src = Pattern(8, 1);
+  const auto want = src;
+  void* sreq = Send(src.data(), src.size());
+  ASSERT_NE(sreq, nullptr);
+  ASSERT_TRUE(PollAlone(sreq, kManyPolls)) << "an eager send must not wait for the receiver's ack";
+  std::fill(src.begin(), src.end(), 0x55);  // NCCL may reuse its buffer once the send is done
+  std::vector<uint8_t> dst(64, 0xee);
+  void* rreq = Recv(dst.data(), dst.size());
+  ASSERT_NE(rreq, nullptr);
+  int got = -1;
+  rr::Deadline dl = rr::Deadline::AfterMs(20000);
+  while (!PollAlone(rreq, 1, &got) && !dl.Expired()) {
+  }
+  EXPECT_EQ(got, 8);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), dst.begin())) << "the receiver got the copy, not the reused buffer";
+}
+
+TEST_F(Eager, LargerThanEagerMaxWaitsForTheAck) {
+  auto src = Pattern(kEagerMax + 1, 2);
+  std::vector<uint8_t> dst(src.size());
+  void* sreq = Send(src.data(), src.size());
+  ASSERT_NE(sreq, nullptr);
+  EXPECT_FALSE(PollAlone(sreq, kManyPolls)) << "a normal send completes only on the receiver's ack";
+  void* rreq = Recv(dst.data(), dst.size());
+  WaitAll({sreq, rreq});
+  EXPECT_EQ(src, dst);
+}
+
+TEST_F(Eager, FullPoolFallsBackToANormalSendAndAcksFreeThePool) {
+  constexpr int kN = 5;  // four fill the pool, the fifth cannot be eager
+  std::vector<std::vector<uint8_t>> src, dst;
+  std::vector<void*> sreq;
+  for (int i = 0; i < kN; ++i) {
+    src.push_back(Pattern(kEagerMax, 10 + i));
+    dst.emplace_back(kEagerMax, 0);
+  }
+  for (int i = 0; i < kN; ++i) {
+    sreq.push_back(Send(src[i].data(), kEagerMax));
+    ASSERT_NE(sreq.back(), nullptr);
+  }
+  for (int i = 0; i < kN - 1; ++i) {
+    EXPECT_TRUE(PollAlone(sreq[i], kManyPolls)) << "eager message " << i << " fits the pool";
+  }
+  EXPECT_FALSE(PollAlone(sreq[kN - 1], kManyPolls)) << "pool full: the fifth send must wait for its ack";
+  std::vector<void*> reqs{sreq[kN - 1]};
+  for (int i = 0; i < kN; ++i) reqs.push_back(Recv(dst[i].data(), kEagerMax));
+  WaitAll(reqs);
+  for (int i = 0; i < kN; ++i) EXPECT_EQ(src[i], dst[i]) << "message " << i;
+  // The fifth send completed on a cumulative ack covering the eager ones: their copies are released.
+  auto again = Pattern(kEagerMax, 99);
+  void* s6 = Send(again.data(), again.size());
+  EXPECT_TRUE(PollAlone(s6, kManyPolls)) << "the ack must have returned the eager copies to the pool";
+  std::vector<uint8_t> d6(kEagerMax);
+  void* r6 = Recv(d6.data(), d6.size());
+  WaitAll({r6});
+  EXPECT_EQ(again, d6);
+}
+
+TEST_F(Eager, ManySmallMessagesInOrderWithDeferredAcks) {
+  constexpr int kN = 200;  // several windows: only deferred (cumulative) acks let the sender go on
+  for (int i = 0; i < kN; ++i) {
+    auto src = Pattern(1 + (i * 37) % kEagerMax, i);
+    std::vector<uint8_t> dst(kEagerMax, 0);
+    void* rreq = Recv(dst.data(), dst.size());
+    void* sreq = Send(src.data(), src.size());
+    ASSERT_NE(rreq, nullptr);
+    ASSERT_NE(sreq, nullptr);
+    WaitAll({sreq, rreq});
+    ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin())) << "message " << i;
+  }
+}
+
+}  // namespace
