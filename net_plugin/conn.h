@@ -127,6 +127,9 @@ struct LinkPlan {
 class SendComm final : public Comm {
  public:
   SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan);
+  // Closing: completed eager sends may still be unacknowledged (only the pool holds them); drives
+  // I/O for up to kEagerLingerMs until they are acked or no link is left, so close loses nothing.
+  ~SendComm() override;
   // Connection setup (NCCL's connect polling): *ready once the comm may carry data.
   Status PollConnect(bool* ready);
   // Posts a send; *req = nullptr means "retry later" (window or pool full).

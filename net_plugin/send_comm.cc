@@ -52,6 +52,21 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
   }
 }
 
+namespace {
+constexpr uint64_t kEagerLingerMs = 1000;
+}  // namespace
+
+SendComm::~SendComm() {
+  Deadline dl = Deadline::AfterMs(kEagerLingerMs);
+  while (eager_bytes_ > 0 && state_ == ConnState::kActive && LiveLinks() > 0 && !dl.Expired()) {
+    if (!Progress().ok()) break;
+  }
+  if (eager_bytes_ > 0) {
+    RR_INFO(log::kFlagNet, "conn %016lx closed with %zu eager bytes unacknowledged", static_cast<unsigned long>(conn_id_),
+            eager_bytes_);
+  }
+}
+
 void SendComm::StartConnect(TxLink& l) {
   LinkIdentity id;
   id.nonce = nonce_;
