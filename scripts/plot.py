@@ -23,7 +23,9 @@ except ImportError:
     sys.exit("plot.py: matplotlib is missing; install Debian's python3-matplotlib and run with /usr/bin/python3")
 
 RESENT_RE = re.compile(r"(\d+)\s*(?:bytes|B)\s*re-?sent|re-?sen[dt]\w*\s*(?:of\s*)?(\d+)\s*(?:bytes|B)", re.I)
-FAILOVER_RE = re.compile(r"fail(?:ed)?\s*over|failover|fail(?:ed)?\s*back|failback|migrat|link down|rail .* (?:down|up)", re.I)
+FAILOVER_RE = re.compile(r"fail(?:ed)?\s*over|failover|fail(?:ed)?\s*back|failback|re-?admit|migrat|link down|"
+                         r"rail \S+ .*(?:failed|down|up)\b", re.I)
+SMOOTH_BINS = 5  # plotted lines are 0.5 s moving averages of the 100 ms bins
 
 
 def load(path):
@@ -104,19 +106,36 @@ def summary(t, rows, events, meta):
         ", ".join(parts), stall, resent if resent is not None else "n/a (the plugin reported none)", failovers)
 
 
-def plot(t, rails, rows, events, out, title):
+def smooth(vals, k=SMOOTH_BINS):
+    out, acc = [], 0.0
+    for i, v in enumerate(vals):
+        acc += v
+        if i >= k:
+            acc -= vals[i - k]
+        out.append(acc / min(i + 1, k))
+    return out
+
+
+def plot(t, rails, rows, events, out, title, per_rail):
     fig, ax = plt.subplots(figsize=(11, 5), dpi=110)
+    prefix = "" if per_rail else "dev "
     for i, name in enumerate(rails):
-        ax.plot(t, [r[i] for r in rows], label=name, linewidth=1.2)
-    ax.plot(t, [sum(r) for r in rows], label="total", color="black", linewidth=1.8, alpha=0.7)
-    ymax = max([sum(r) for r in rows] + [1e-9])
+        ax.plot(t, smooth([r[i] for r in rows]), label=prefix + name, linewidth=1.2)
+    totals = [sum(r) for r in rows]
+    ax.plot(t, totals, color="grey", linewidth=0.6, alpha=0.5, label="total (100 ms)")
+    ax.plot(t, smooth(totals), label="total", color="black", linewidth=1.8)
+    ymax = max(totals + [1e-9])
     seen = set()
+    nfault = 0
     for ts, kind, text in events:
         if kind == "fault":
             label = "fault" if "fault" not in seen else None
             ax.axvline(ts, color="red", linestyle="--", linewidth=1.2, label=label)
-            short = re.sub(r"^at=[^,]*,", "", text.split(" (rc")[0])
-            ax.text(ts, ymax * 1.02, short, rotation=90, va="bottom", ha="right", fontsize=7, color="red")
+            m = re.search(r"host=(\d+)[,;]rail=(\d+)[,;]kind=([^ ]+)", text)
+            short = "h%s r%s %s" % m.groups() if m else text.split(" (rc")[0]
+            ax.text(ts, ymax * (1.24 - 0.07 * (nfault % 3)), " " + short, ha="left", va="center", fontsize=8,
+                    color="red")
+            nfault += 1
         elif FAILOVER_RE.search(text):
             label = "plugin failover/failback" if "plugin" not in seen else None
             ax.axvline(ts, color="darkorange", linestyle=":", linewidth=1.2, label=label)
@@ -124,11 +143,13 @@ def plot(t, rails, rows, events, out, title):
             continue
         seen.add(kind)
     ax.set_xlabel("time since start (s)")
-    ax.set_ylabel("throughput (GB/s, sent)")
-    ax.set_ylim(0, ymax * 1.35)
-    ax.set_title(title)
+    ax.set_ylabel("throughput (GB/s sent, 0.5 s mean)")
+    if not per_rail:
+        title += "\n(lines are NCCL devices: the plugin published no per-rail counters)"
+    ax.set_ylim(0, ymax * 1.3)
+    ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8, ncol=3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=8, ncol=len(rails) + 4, frameon=False)
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)
@@ -147,7 +168,8 @@ def main():
         print("plot.py: cannot read %s: %s" % (args.timeline, e), file=sys.stderr)
         return 2
     out = args.out or re.sub(r"\.(csv|json)$", "", args.timeline) + ".png"
-    plot(t, rails, rows, events, out, args.title)
+    per_rail = int(meta.get("ranks_with_rail_counters", 0)) > 0
+    plot(t, rails, rows, events, out, args.title, per_rail)
     print("plot.py: wrote %s" % out)
     if args.summary:
         print(summary(t, rows, events, meta))

@@ -9,7 +9,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # Sizes cover the empty-chunk, sub-slice, multi-slice and multi-loop cases of the ring schedule.
 set +e
-timeout 150 "$perf" "$colls" -N "$n" --plugin "$plugin" -b 8 -e 6M -f 8 -n 2 -w 1 -c 1 -C 2 --timeout 120 "$@" >"$out"
+timeout 100 "$perf" "$colls" -N "$n" --plugin "$plugin" -b 8 -e 6M -f 8 -n 2 -w 1 -c 1 -C 2 --timeout 90 "$@" >"$out"
 rc=$?
 set -e
 cat "$out"

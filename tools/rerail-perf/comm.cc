@@ -77,8 +77,8 @@ Conn* Comm::Find(const ConnKey& k) const {
   return it == conns_.end() ? nullptr : it->second.get();
 }
 
-Status Comm::Setup(const std::string& plugin_path, Oob* oob, const std::vector<ConnKey>& keys, int channels,
-                   int timeout_ms, std::unique_ptr<Comm>* out) {
+Status Comm::Setup(const std::string& plugin_path, Oob* oob, const std::vector<ConnKey>& keys, int timeout_ms,
+                   std::unique_ptr<Comm>* out) {
   std::unique_ptr<Comm> c(new Comm());
   std::string err;
   c->net_ = netdrv::NetPlugin::Open(plugin_path, &err);
@@ -98,7 +98,6 @@ Status Comm::Setup(const std::string& plugin_path, Oob* oob, const std::vector<C
     if (rc != rrNcclSuccess) return Status(static_cast<Code>(rc), "getProperties(" + std::to_string(d) + ") failed");
     c->dev_names_.push_back(props.name ? props.name : ("dev" + std::to_string(d)));
   }
-  (void)channels;
   RR_CHECK(c->Connect(oob, keys, timeout_ms));
   *out = std::move(c);
   return Status::Ok();

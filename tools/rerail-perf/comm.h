@@ -35,7 +35,7 @@ class Comm {
  public:
   ~Comm();
   static Status Setup(const std::string& plugin_path, Oob* oob, const std::vector<ConnKey>& keys,
-                      int channels, int timeout_ms, std::unique_ptr<Comm>* out);
+                      int timeout_ms, std::unique_ptr<Comm>* out);
 
   Conn* Find(const ConnKey& k) const;
   netdrv::NetPlugin* net() const { return net_.get(); }

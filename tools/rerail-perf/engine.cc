@@ -9,12 +9,20 @@
 namespace rr::perf {
 namespace {
 
+// dst2 (optional) gets a second copy in the same pass: the GPU writes the output and the send
+// slot together, and one pass keeps the emulator's memory traffic close to the GPU's.
 template <typename T>
-void ReduceT(char* dst, const char* a, const char* b, size_t bytes) {
+void ReduceT(char* dst, char* dst2, const char* a, const char* b, size_t bytes) {
   T* d = reinterpret_cast<T*>(dst);
+  T* d2 = reinterpret_cast<T*>(dst2);
   const T* x = reinterpret_cast<const T*>(a);
   const T* y = reinterpret_cast<const T*>(b);
-  for (size_t i = 0, n = bytes / sizeof(T); i < n; ++i) d[i] = x[i] + y[i];
+  const size_t n = bytes / sizeof(T);
+  if (d2 == nullptr) {
+    for (size_t i = 0; i < n; ++i) d[i] = x[i] + y[i];
+  } else {
+    for (size_t i = 0; i < n; ++i) d2[i] = d[i] = x[i] + y[i];
+  }
 }
 
 void Copy(char* dst, const char* src, size_t bytes) {
@@ -23,9 +31,9 @@ void Copy(char* dst, const char* src, size_t bytes) {
 
 }  // namespace
 
-void Engine::Reduce(char* dst, const char* a, const char* b, size_t bytes) const {
-  if (dtype_ == DataType::kFloat) ReduceT<float>(dst, a, b, bytes);
-  else ReduceT<int32_t>(dst, a, b, bytes);
+void Engine::Reduce(char* dst, char* dst2, const char* a, const char* b, size_t bytes) const {
+  if (dtype_ == DataType::kFloat) ReduceT<float>(dst, dst2, a, b, bytes);
+  else ReduceT<int32_t>(dst, dst2, a, b, bytes);
 }
 
 Status Engine::Bind(const Plan& plan, std::vector<Conn*>* conns) const {
@@ -58,11 +66,11 @@ bool Engine::TryElem(const Plan& plan, const std::vector<Conn*>& conns, int s, c
   switch (e.op) {
     case ElemOp::kSend: Copy(slot, in + e.src, e.bytes); break;
     case ElemOp::kCopySend: Copy(out + e.dst, in + e.src, e.bytes), Copy(slot, in + e.src, e.bytes); break;
-    case ElemOp::kRecvReduceSend: Reduce(slot, r, in + e.src, e.bytes); break;
-    case ElemOp::kRecvReduceCopySend: Reduce(out + e.dst, r, in + e.src, e.bytes), Copy(slot, out + e.dst, e.bytes); break;
+    case ElemOp::kRecvReduceSend: Reduce(slot, nullptr, r, in + e.src, e.bytes); break;
+    case ElemOp::kRecvReduceCopySend: Reduce(out + e.dst, slot, r, in + e.src, e.bytes); break;
     case ElemOp::kRecvCopySend: Copy(out + e.dst, r, e.bytes), Copy(slot, r, e.bytes); break;
     case ElemOp::kRecv: Copy(out + e.dst, r, e.bytes); break;
-    case ElemOp::kRecvReduceCopy: Reduce(out + e.dst, r, in + e.src, e.bytes); break;
+    case ElemOp::kRecvReduceCopy: Reduce(out + e.dst, nullptr, r, in + e.src, e.bytes); break;
     case ElemOp::kCopy: Copy(out + e.dst, in + e.src, e.bytes); break;
   }
   if (sc) sc->Fill(e.bytes);

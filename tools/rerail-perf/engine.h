@@ -34,7 +34,7 @@ class Engine {
  private:
   // Runs the stream's next primitive if its inputs and a slot are ready.
   bool TryElem(const Plan& plan, const std::vector<Conn*>& conns, int s, char* in, char* out, Status* err);
-  void Reduce(char* dst, const char* a, const char* b, size_t bytes) const;
+  void Reduce(char* dst, char* dst2, const char* a, const char* b, size_t bytes) const;
 
   Comm* comm_;
   DataType dtype_;

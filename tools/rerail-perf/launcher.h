@@ -5,8 +5,9 @@
 //     children that re-execute this binary with --rank/--rendezvous/--t0-ns/--events added; with
 //     --hosts H, rank r runs on simulated host r*H/N through `ip netns exec <prefix>-h<host>`
 //     (the namespaces scripts/netns-rails.sh makes with RERAIL_NETNS_PREFIX=<prefix>).
-//   * Children die with the launcher (PR_SET_PDEATHSIG) and are killed when --timeout passes or the
-//     launcher gets SIGINT/SIGTERM; the temporary directory is always removed.
+//   * Children die with the launcher (PR_SET_PDEATHSIG) and are killed when --timeout passes, when
+//     the launcher gets SIGINT/SIGTERM, or 3 s after a rank failed (its peers would wait for it until
+//     their own deadlines); the temporary directory is always removed.
 //   * Faults: at each fault's time (relative to t0) the launcher runs
 //     `RERAIL_NETNS_PREFIX=<prefix> bash <rails-script> fail|blackhole|slow|heal HOST RAIL [RATE]`, appends
 //     "<t_s>\t<fault text> (rc N)" to the fault log, which rank 0 folds into the timeline.

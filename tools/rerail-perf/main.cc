@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   if (o.rank >= 0) {
     if (o.rendezvous.empty()) {
       fprintf(stderr, "rerail-perf: launched as rank %d of %d (mpirun/srun) but no --rendezvous "
-                      "(a socket path on a shared filesystem, or host:port of rank 0)\n", o.rank, o.nranks);
+                      "(a socket path on a shared filesystem, host:port of rank 0, or 'boot')\n", o.rank, o.nranks);
       return 2;
     }
     return rr::perf::RankMain(o);

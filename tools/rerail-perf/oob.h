@@ -1,8 +1,8 @@
 // rerail-perf — out-of-band exchange between rank processes (listen handles, timings, results).
 //
 // Contract
-//   * Oob is the small interface the rest of rerail-perf uses; it can be swapped for the bootstrap's
-//     rootless all-gather once that exists. Every call is collective: all ranks must make the same
+//   * Oob is the small interface the rest of rerail-perf uses; two implementations: SocketOob (below)
+//     and BootOob (the bootstrap's rootless all-gather). Every call is collective: all ranks must make the same
 //     calls in the same order. Calls block until every rank has taken part or the deadline passes.
 //   * SocketOob: rank 0 listens on the rendezvous address, the others connect to it (retrying until
 //     the deadline). The address is either a filesystem path (a Unix socket: works across network
@@ -35,5 +35,11 @@ class Oob {
 
 // Connects (rank > 0) or listens (rank 0) within timeout_ms.
 Status MakeSocketOob(const std::string& address, int rank, int size, int timeout_ms, std::unique_ptr<Oob>* out);
+
+// The bootstrap's rootless all-gather (bootstrap/: rerail/boot/exchange.h) over the job described by
+// RERAIL_HOSTS / RERAIL_PORT_BASE / RERAIL_RANKS_PER_HOST (or their Slurm/HPCT aliases): no shared
+// filesystem and no rank-0 server needed, for mpirun/srun over real nodes ("--rendezvous boot").
+// Each call is two exchanges on fresh groups (sizes, then padded blobs).
+Status MakeBootOob(int rank, int size, int timeout_ms, std::unique_ptr<Oob>* out);
 
 }  // namespace rr::perf

@@ -151,7 +151,7 @@ Status Parse(int argc, char** argv, Options* o) {
   app.add_option("--timeout", o->timeout_s, "Abort the whole run after this many seconds")->check(CLI::Range(1, 86400));
   app.add_flag("--no-progress", o->quiet_progress, "No progress lines on stderr");
   app.add_option("--rank", o->rank, "(internal) this process's rank");
-  app.add_option("--rendezvous", o->rendezvous, "Out-of-band rendezvous: unix socket path, or host:port (TCP)");
+  app.add_option("--rendezvous", o->rendezvous, "Out-of-band exchange when launched by mpirun/srun: a unix socket path (shared filesystem), host:port of rank 0 (TCP), or 'boot' (the bootstrap's rootless all-gather over RERAIL_HOSTS/RERAIL_PORT_BASE)");
   app.add_option("--t0-ns", t0, "(internal) common start time");
   app.add_option("--events", o->events_path, "(internal) fault event file");
   try {

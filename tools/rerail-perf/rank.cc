@@ -69,12 +69,13 @@ Status RankRunner::Setup() {
   Comm::SetLogRank(o_.rank);
   start_ns_ = NowNs();
   deadline_ = Deadline::AfterMs(static_cast<uint64_t>(o_.timeout_s) * 1000);
-  RR_CHECK(MakeSocketOob(o_.rendezvous, o_.rank, o_.nranks, kSetupTimeoutMs, &oob_));
+  if (o_.rendezvous == "boot") RR_CHECK(MakeBootOob(o_.rank, o_.nranks, kSetupTimeoutMs, &oob_));
+  else RR_CHECK(MakeSocketOob(o_.rendezvous, o_.rank, o_.nranks, kSetupTimeoutMs, &oob_));
   std::vector<ConnKey> keys;
   for (Coll c : o_.colls)
     for (const ConnKey& k : ConnsFor(c, o_.nranks, o_.rank, o_.channels))
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-  RR_CHECK(Comm::Setup(o_.plugin, oob_.get(), keys, o_.channels, kSetupTimeoutMs, &comm_));
+  RR_CHECK(Comm::Setup(o_.plugin, oob_.get(), keys, kSetupTimeoutMs, &comm_));
   // Per-rail bytes from the plugin's board when it publishes one, else per NCCL device.
   board_.Discover();
   timeline_ = std::make_unique<Timeline>(o_.t0_ns ? o_.t0_ns : start_ns_,
@@ -196,6 +197,7 @@ Status RankRunner::Finish() {
     board_.Sample(NowNs(), timeline_.get(), /*force=*/true);
     timeline_->AddMeta("resent_bytes", board_.ResentBytes());
   }
+  timeline_->AddMeta("ranks_with_rail_counters", board_.Active() ? 1 : 0);
   for (const PluginWarning& w : Comm::PluginWarnings())
     timeline_->AddEvent({(static_cast<double>(w.t_ns) - timeline_->t0_ns()) * 1e-9, "plugin",
                          "rank " + std::to_string(o_.rank) + ": " + w.text});

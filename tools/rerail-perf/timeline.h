@@ -9,7 +9,9 @@
 //     the file: ".json" → {"bin_s", "rails", "t_s", "gbps" [bin][rail], "events", "meta"}; anything
 //     else → CSV with a header row `t_s,<rail>...,total` (GB/s = 1e9 B/s, nccl-tests units), one
 //     `# event,t_s,kind,text` line per event and one `# meta,key,value` line per summed counter
-//     (e.g. resent_bytes from the plugin's board).
+//     (resent_bytes from the plugin's board; ranks_with_rail_counters: how many ranks counted per
+//     physical rail — 0 means the columns are NCCL devices, which a striping plugin spreads over
+//     every rail).
 //   * Events: faults the launcher injected ("fault") and WARN lines the plugin logged ("plugin",
 //     e.g. failover / failback); scripts/plot.py draws them as markers.
 //   * Add() is cheap (no allocation except when a new bin starts); not thread-safe.

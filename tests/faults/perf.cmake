@@ -1,0 +1,8 @@
+# rerail-perf with real faults in simulated hosts (root; skipped otherwise).
+if(TARGET nccl-net-rerail)
+  add_test(NAME perf_faults_hosts_slow_heal
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/perf_fault_run.sh $<TARGET_FILE:rerail-perf>
+                   $<TARGET_FILE:nccl-net-rerail> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(perf_faults_hosts_slow_heal PROPERTIES TIMEOUT 180 LABELS faults SKIP_RETURN_CODE 77
+                       RUN_SERIAL TRUE)
+endif()
