@@ -69,12 +69,17 @@ enum class Policy : uint8_t {
 namespace rr::rails {
 class BoardWriter;
 }
+namespace rr::prof {
+class NetEventEmitter;
+}
 namespace rr::net {
 
 struct ConnConfig {
   Transport* transport = nullptr;
   const RailSignals* rails = nullptr;
   rails::BoardWriter* board = nullptr;  // rail-health board (slot = local device index); may be null
+  prof::NetEventEmitter* prof = nullptr;  // NCCL's profiler callback (plugin.h); null = no events
+  int dev = -1;                           // NCCL device of a listen/recv comm (its IO spans' rail)
   uint32_t chunk = 128 * 1024;
   size_t eager_max = 16384;         // sends up to this size are eager (copied; complete once written); 0: never
   size_t eager_pool = 1 << 20;      // bytes of eager copies a send comm may hold unacknowledged
@@ -109,6 +114,9 @@ class Comm {
  protected:
   void Transition(ConnState to, const std::string& why);
   Status Fail(Code code, const std::string& why);
+  // Profiler IO span of one request (no-op without an emitter or with a NULL phandle).
+  void ProfStart(prof::NetEventEmitter* e, Request* r, void* phandle, int rail);
+  void ProfStop(prof::NetEventEmitter* e, Request* r);
 
   uint32_t magic_;
   RequestPool pool_;
@@ -133,7 +141,8 @@ class SendComm final : public Comm {
   // Connection setup (NCCL's connect polling): *ready once the comm may carry data.
   Status PollConnect(bool* ready);
   // Posts a send; *req = nullptr means "retry later" (window or pool full).
-  Status Isend(const void* data, size_t size, Request** req);
+  // phandle: NCCL's profiler step handle (may be NULL).
+  Status Isend(const void* data, size_t size, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
 
  private:
@@ -186,6 +195,8 @@ class SendComm final : public Comm {
   Status ReadControl(TxLink& l);
   void OnAck(uint64_t ack);
   void FailLink(TxLink& l, const std::string& why, bool peer_closed);
+  void PostFailover(const TxLink& l, const std::string& why, size_t bytes, size_t chunks, uint64_t now);
+  void PostRetransmit(int to_link);
   void StartConnect(TxLink& l);
   Status PollConnector(TxLink& l);
   Status Watchdog(uint64_t now);
@@ -207,13 +218,18 @@ class SendComm final : public Comm {
   uint64_t setup_start_ns_ = 0;
   uint64_t next_board_ns_ = 0;
   int peer_closed_links_ = 0;
+  // Re-sent chunks since the requeue last drained (one RETRANSMIT event per drain).
+  uint64_t resent_chunks_ = 0;
+  uint64_t resent_bytes_ = 0;
+  int last_failed_rail_ = -1;
 };
 
 class RecvComm final : public Comm {
  public:
   RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, std::unique_ptr<Link> first);
   // Posts one receive of capacity `cap`; *req = nullptr means "retry later".
-  Status Irecv(void* data, size_t cap, Request** req);
+  // phandle: NCCL's profiler step handle (may be NULL).
+  Status Irecv(void* data, size_t cap, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
 
  private:

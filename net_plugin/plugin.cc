@@ -129,7 +129,7 @@ void Plugin::StartLinkMonitor() {
   if (!st.ok()) RR_WARN("link events disabled: %s (failures are still detected by errors and stalls)", st.ToString().c_str());
 }
 
-Status Plugin::Init(log::LoggerFn logger, int abi_version, void** ctx) {
+Status Plugin::Init(log::LoggerFn logger, rrNcclProfilerCallback_t prof, int abi_version, void** ctx) {
   std::lock_guard<std::mutex> lk(mu_);
   if (refs_ == 0) {
     log::SetPrefix("NET/rerail");
@@ -137,6 +137,12 @@ Status Plugin::Init(log::LoggerFn logger, int abi_version, void** ctx) {
     // On failure the logger stays set: the shim reports the error through NCCL's logger right after
     // (NCCL's logger lives in libnccl, which outlives this library).
     RR_CHECK(FirstInit(abi_version));
+  }
+  if (prof != nullptr && !prof_) {
+    // Same signature; NCCL's callback returns ncclResult_t, an int-sized enum.
+    prof_ = std::make_unique<prof::NetEventEmitter>(reinterpret_cast<rrProfNetCallback_t>(prof));
+    cfg_.prof = prof_.get();
+    RR_INFO(log::kFlagInit | log::kFlagNet, "profiler callback set: emitting rerail net events");
   }
   ++refs_;
   if (ctx != nullptr) *ctx = new Ctx();
@@ -174,6 +180,8 @@ Status Plugin::Finalize(void* ctx) {
     monitor_.reset();
     cfg_.board = nullptr;
     board_.reset();
+    cfg_.prof = nullptr;
+    prof_.reset();
     log::SetLogger(nullptr);
   }
   return Status::Ok();
@@ -232,7 +240,9 @@ Status Plugin::Listen(int dev, void* handle, void** listen_comm) {
   std::unique_ptr<Listener> l;
   RR_CHECK(transport_->Listen(dev, nonce, &h, &l));
   RR_CHECK(EncodeHandle(h, handle));
-  auto* lc = new ListenComm(cfg_, std::move(l));
+  ConnConfig lcfg = cfg_;
+  lcfg.dev = dev;
+  auto* lc = new ListenComm(lcfg, std::move(l));
   listens_.insert(lc);
   *listen_comm = lc;
   RR_INFO(log::kFlagNet, "listen on %s at %s", transport_->Device(dev).name.c_str(), h.addrs[0].addr.ToString().c_str());
@@ -325,23 +335,23 @@ Status Plugin::DeregMr(void* /*comm*/, void* mhandle) {
   return Status::Ok();
 }
 
-Status Plugin::Isend(void* send_comm, void* data, size_t size, void** request) {
+Status Plugin::Isend(void* send_comm, void* data, size_t size, void* phandle, void** request) {
   *request = nullptr;
   RR_CHECK(CheckObj<Comm>(send_comm, kSendCommMagic, "send comm"));
   if (size > kMaxMessageBytes) return Status::Internal("isend of " + std::to_string(size) + " bytes exceeds maxP2pBytes");
   Request* r = nullptr;
-  RR_CHECK(static_cast<SendComm*>(send_comm)->Isend(data, size, &r));
+  RR_CHECK(static_cast<SendComm*>(send_comm)->Isend(data, size, phandle, &r));
   *request = r;
   return Status::Ok();
 }
 
-Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** request) {
+Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** phandles, void** request) {
   *request = nullptr;  // the 0x1 optional-completion hint is ignored: every receive completes normally
   RR_CHECK(CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm"));
   if (n != 1) return Status::Internal("irecv with n=" + std::to_string(n) + " but maxRecvs is 1");
   if (data == nullptr || sizes == nullptr) return Status::Internal("irecv with NULL data or sizes array");
   Request* r = nullptr;
-  RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(data[0], sizes[0], &r));
+  RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(data[0], sizes[0], phandles != nullptr ? phandles[0] : nullptr, &r));
   *request = r;
   return Status::Ok();
 }

@@ -16,6 +16,11 @@
 //   * Thread-safety: setup calls (listen/connect/accept/regMr/close*) may run on NCCL's proxy service
 //     thread concurrently with data calls on its progress thread; setup state is guarded by a mutex
 //     that the data path (isend/irecv/test) never takes.
+//   * Profiler (reference §4.2): the first init that brings a non-NULL profiler callback creates the
+//     NetEventEmitter every later comm uses (comms created before keep none); it lives until the last
+//     finalize. isend/irecv pass NCCL's phandle so IO spans and queued failover/failback/retransmit/
+//     rail-state events hang off a ProxyStep; a NULL phandle (bootstrap traffic) starts nothing. With a
+//     NULL callback nothing is created and the data path only tests one pointer.
 //   * Every method returns a Status; the shims turn it into ncclResult_t and WARN on errors.
 #pragma once
 
@@ -30,6 +35,7 @@
 #include "../net_plugin/abi/nccl_net_abi.h"
 #include "conn.h"
 #include "rerail/log.h"
+#include "rerail/prof_net_event.h"
 #include "rerail/rails/board.h"
 #include "rerail/rails/link_monitor.h"
 #include "transport.h"
@@ -40,7 +46,7 @@ class Plugin {
  public:
   static Plugin& Get();
 
-  Status Init(log::LoggerFn logger, int abi_version, void** ctx);
+  Status Init(log::LoggerFn logger, rrNcclProfilerCallback_t prof, int abi_version, void** ctx);
   Status Finalize(void* ctx);
   Status Devices(int* ndev);
   Status GetProperties(int dev, rrNcclNetProperties_v12_t* props);
@@ -49,8 +55,9 @@ class Plugin {
   Status Accept(void* listen_comm, void** recv_comm);
   Status RegMr(void* comm, void* data, size_t size, int type, void** mhandle);
   Status DeregMr(void* comm, void* mhandle);
-  Status Isend(void* send_comm, void* data, size_t size, void** request);
-  Status Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** request);
+  // phandle / phandles[0]: NCCL's profiler step handle (may be NULL).
+  Status Isend(void* send_comm, void* data, size_t size, void* phandle, void** request);
+  Status Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** phandles, void** request);
   Status Iflush(void* recv_comm, int n, void** request);
   Status Test(void* request, int* done, int* sizes);
   Status CloseSend(void* send_comm);
@@ -74,6 +81,7 @@ class Plugin {
   RailSignals rails_;  // written by the link-monitor thread, read lock-free by comms
   std::unique_ptr<rails::LinkMonitor> monitor_;
   std::unique_ptr<rails::BoardWriter> board_;  // RERAIL_BOARD=1; slot i = device i
+  std::unique_ptr<prof::NetEventEmitter> prof_;  // NCCL passed a profiler callback; else null
   std::set<SendComm*> sends_;
   std::set<RecvComm*> recvs_;
   std::set<ListenComm*> listens_;

@@ -3,6 +3,7 @@
 #include "conn.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
+#include "rerail/prof_net_event.h"
 #include "rerail/rails/board.h"
 
 namespace rr::net {
@@ -61,6 +62,7 @@ void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
   if (!l.link) return;
   RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) down: %s", static_cast<unsigned long>(conn_id_), idx,
           l.link->Describe().c_str(), why.c_str());
+  int rail = l.link->identity().rail;
   l.link.reset();
   l.rx.clear();
   l.out.clear();
@@ -81,6 +83,12 @@ void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
   if (!peer_closed) {
     RR_WARN("conn %016lx: link %d to %s failed (%s); %d link(s) left, the sender re-sends its chunks",
             static_cast<unsigned long>(conn_id_), idx, peer_.c_str(), why.c_str(), live);
+    if (cfg_.prof) {
+      // The receiver re-sends nothing (bytes 0) and does not pick the survivor (toRail -1).
+      auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, rail, why.rfind("stall", 0) == 0 ? "stall" : why.c_str());
+      ev.connId = static_cast<uint32_t>(conn_id_);
+      cfg_.prof->Post(ev);
+    }
   }
   for (auto& o : links_) {  // tell the sender over a survivor
     if (o.link) {
@@ -91,7 +99,7 @@ void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
   }
 }
 
-Status RecvComm::Irecv(void* data, size_t cap, Request** req) {
+Status RecvComm::Irecv(void* data, size_t cap, void* phandle, Request** req) {
   *req = nullptr;
   if (state_ == ConnState::kFailed) return failure_;
   if (cap > 0 && data == nullptr) return Status::Internal("irecv of " + std::to_string(cap) + " bytes into NULL");
@@ -104,6 +112,7 @@ Status RecvComm::Irecv(void* data, size_t cap, Request** req) {
   }
   r->seq = slot->seq;
   r->slot = slot;
+  ProfStart(cfg_.prof, r, phandle, cfg_.dev);
   *req = r;
   (void)Progress(false);  // a failure found here is reported by test() on this request
   return Status::Ok();
@@ -304,6 +313,7 @@ Status RecvComm::Test(Request* r, int* done, int* size) {
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;
   if (size != nullptr) *size = static_cast<int>(r->size);
+  ProfStop(cfg_.prof, r);
   tracker_.Release(static_cast<RxTracker::Slot*>(r->slot));
   pool_.Put(r);
   return Status::Ok();

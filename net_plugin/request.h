@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rerail/prof_net_event.h"
+
 namespace rr::net {
 
 class Comm;
@@ -33,6 +35,8 @@ struct Request {
   uint64_t seq = 0;   // message sequence number
   size_t size = 0;    // send: message size; recv: bytes received (valid when kDone)
   void* slot = nullptr;  // recv: RxTracker::Slot
+  void* prof = nullptr;  // profiler IO span handle (NULL when none was started)
+  rrProfNetEvent_v1_t io{};  // its descriptor; NCCL's profiler may read it until the span stops
 };
 
 class RequestPool {
@@ -52,6 +56,7 @@ class RequestPool {
     r->is_send = is_send;
     r->size = 0;
     r->slot = nullptr;
+    r->prof = nullptr;
     return r;
   }
   void Put(Request* r) {

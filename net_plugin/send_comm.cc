@@ -4,6 +4,7 @@
 #include "conn.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
+#include "rerail/prof_net_event.h"
 #include "rerail/rails/board.h"
 
 namespace rr::net {
@@ -31,6 +32,23 @@ Status Comm::Fail(Code code, const std::string& why) {
   return failure_;
 }
 
+void Comm::ProfStart(prof::NetEventEmitter* e, Request* r, void* phandle, int rail) {
+  if (e == nullptr || phandle == nullptr) return;
+  r->io = prof::MakeNetEvent(RR_PROF_NET_EV_IO, rail);
+  r->io.flags = r->is_send ? RR_PROF_NET_FLAG_SEND : 0;
+  r->io.connId = static_cast<uint32_t>(conn_id_);
+  r->io.bytes = r->is_send ? r->size : 0;
+  r->prof = e->StartIo(phandle, &r->io);
+}
+
+void Comm::ProfStop(prof::NetEventEmitter* e, Request* r) {
+  if (r->prof == nullptr) return;
+  r->io.bytes = r->size;
+  e->UpdateIo(r->prof, &r->io);
+  e->StopIo(r->prof);
+  r->prof = nullptr;
+}
+
 SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan)
     : Comm(kSendCommMagic), cfg_(cfg), nonce_(nonce), links_(plan.size()) {
   conn_id_ = conn_id;
@@ -47,6 +65,7 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
     snprintf(who, sizeof(who), "conn %016lx link %zu (rail %s -> %s)", static_cast<unsigned long>(conn_id),
              i, cfg_.transport->Device(l.plan.local_dev).name.c_str(), l.plan.remote.ToString().c_str());
     l.fsm.set_who(who);
+    l.fsm.set_prof(cfg_.prof, l.plan.local_dev);
     if (cfg_.rails) l.rail_gen = cfg_.rails->gen[l.plan.local_dev].load(std::memory_order_acquire);
     StartConnect(l);
   }
@@ -136,7 +155,7 @@ int SendComm::LiveLinks() const {
   return n;
 }
 
-Status SendComm::Isend(const void* data, size_t size, Request** req) {
+Status SendComm::Isend(const void* data, size_t size, void* phandle, Request** req) {
   *req = nullptr;
   if (state_ == ConnState::kFailed) return failure_;
   if (state_ == ConnState::kPeerClosed) return Fail(Code::kRemoteError, "isend after the receiver closed the connection");
@@ -163,6 +182,7 @@ Status SendComm::Isend(const void* data, size_t size, Request** req) {
   }
   r->seq = m.seq;
   r->size = size;
+  ProfStart(cfg_.prof, r, phandle, links_[0].plan.local_dev);
   *req = r;
   (void)Progress();  // a failure found here is reported by test() on this request
   return Status::Ok();
@@ -199,6 +219,8 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
     requeue_.pop_front();
     have = c.seq >= acked_;
   }
+  if (have) ++resent_chunks_, resent_bytes_ += c.len;
+  if (requeue_.empty() && resent_chunks_ > 0) PostRetransmit(idx);
   if (!have) {
     while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
     if (sched_seq_ >= next_seq_) return false;
@@ -305,6 +327,11 @@ Status SendComm::ReadControl(TxLink& l) {
     if (l.fsm.state() == LinkState::kProbing) {
       l.fsm.Transition(LinkState::kHealthy, "peer answered the probe (failback)");
       l.backoff_ms = cfg_.backoff_min_ms;
+      if (cfg_.prof) {
+        auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILBACK, l.plan.local_dev, "probe-ok");
+        ev.connId = static_cast<uint32_t>(conn_id_);
+        cfg_.prof->Post(ev);
+      }
       if (cfg_.board) {
         cfg_.board->CountFailback(l.plan.local_dev);
         cfg_.board->SetState(l.plan.local_dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
@@ -364,7 +391,37 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
     RR_WARN("rail %s to peer %s failed (%s): re-sending %zu bytes (%zu chunks) on %d surviving link(s)",
             cfg_.transport->Device(l.plan.local_dev).name.c_str(), l.plan.remote.ToString().c_str(), why.c_str(),
             bytes, chunks, live);
+    if (cfg_.prof) PostFailover(l, why, bytes, chunks, now);
   }
+}
+
+void SendComm::PostFailover(const TxLink& l, const std::string& why, size_t bytes, size_t chunks, uint64_t now) {
+  const char* reason = why.rfind("stall", 0) == 0 ? "stall" : why == "link-down event" ? "link-down" : why.c_str();
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, l.plan.local_dev, reason);
+  for (const auto& o : links_) {
+    if (o.fsm.usable()) {
+      ev.toRail = o.plan.local_dev;
+      break;
+    }
+  }
+  ev.connId = static_cast<uint32_t>(conn_id_);
+  ev.bytes = bytes;
+  ev.count = chunks;
+  ev.stallNs = l.last_heard_ns != 0 && now > l.last_heard_ns ? now - l.last_heard_ns : 0;
+  last_failed_rail_ = l.plan.local_dev;
+  cfg_.prof->Post(ev);
+}
+
+void SendComm::PostRetransmit(int to_link) {
+  if (cfg_.prof) {
+    auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, last_failed_rail_, "requeued");
+    ev.toRail = links_[to_link].plan.local_dev;
+    ev.connId = static_cast<uint32_t>(conn_id_);
+    ev.bytes = resent_bytes_;
+    ev.count = resent_chunks_;
+    cfg_.prof->Post(ev);
+  }
+  resent_bytes_ = resent_chunks_ = 0;
 }
 
 Status SendComm::Watchdog(uint64_t now) {
@@ -460,6 +517,7 @@ Status SendComm::Test(Request* r, int* done, int* size) {
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;
   if (size != nullptr) *size = static_cast<int>(r->size);
+  ProfStop(cfg_.prof, r);
   pool_.Put(r);
   return Status::Ok();
 }

@@ -5,10 +5,10 @@
 namespace {
 using namespace rr::net::abi;
 
-rrNcclResult_t Init(rrNcclDebugLogger_t log, rrNcclProfilerCallback_t /*prof*/) {
+rrNcclResult_t Init(rrNcclDebugLogger_t log, rrNcclProfilerCallback_t prof) {
   static std::once_flag once;
   static rrNcclResult_t result = rrNcclSuccess;
-  std::call_once(once, [&] { result = Call("init", [&] { return P().Init(log, 10, nullptr); }); });
+  std::call_once(once, [&] { result = Call("init", [&] { return P().Init(log, prof, 10, nullptr); }); });
   return result;
 }
 rrNcclResult_t Devices(int* n) { return Call("devices", [&] { return P().Devices(n); }); }
@@ -34,12 +34,12 @@ rrNcclResult_t RegMr(void* comm, void* data, size_t size, int type, void** mh) {
   return Call("regMr", [&] { return P().RegMr(comm, data, size, type, mh); });
 }
 rrNcclResult_t DeregMr(void* comm, void* mh) { return Call("deregMr", [&] { return P().DeregMr(comm, mh); }); }
-rrNcclResult_t Isend(void* sc, void* data, size_t size, int /*tag*/, void* /*mh*/, void* /*ph*/, void** req) {
-  return Call("isend", [&] { return P().Isend(sc, data, size, req); });
+rrNcclResult_t Isend(void* sc, void* data, size_t size, int /*tag*/, void* /*mh*/, void* ph, void** req) {
+  return Call("isend", [&] { return P().Isend(sc, data, size, ph, req); });
 }
-rrNcclResult_t Irecv(void* rc, int n, void** data, size_t* sizes, int* /*tags*/, void** /*mh*/, void** /*ph*/,
+rrNcclResult_t Irecv(void* rc, int n, void** data, size_t* sizes, int* /*tags*/, void** /*mh*/, void** ph,
                      void** req) {
-  return Call("irecv", [&] { return P().Irecv(rc, n, data, sizes, req); });
+  return Call("irecv", [&] { return P().Irecv(rc, n, data, sizes, ph, req); });
 }
 rrNcclResult_t Iflush(void* rc, int n, void** /*data*/, int* /*sizes*/, void** /*mh*/, void** req) {
   return Call("iflush", [&] { return P().Iflush(rc, n, req); });

@@ -5,8 +5,8 @@ namespace {
 using namespace rr::net::abi;
 
 rrNcclResult_t Init(void** ctx, uint64_t /*commId*/, rrNcclNetCommConfig_t* /*config*/, rrNcclDebugLogger_t log,
-                    rrNcclProfilerCallback_t /*prof*/) {
-  return Call("init", [&] { return P().Init(log, 11, ctx); });
+                    rrNcclProfilerCallback_t prof) {
+  return Call("init", [&] { return P().Init(log, prof, 11, ctx); });
 }
 rrNcclResult_t Devices(int* n) { return Call("devices", [&] { return P().Devices(n); }); }
 rrNcclResult_t GetProperties(int dev, rrNcclNetProperties_v11_t* props) {
@@ -31,12 +31,12 @@ rrNcclResult_t RegMr(void* comm, void* data, size_t size, int type, void** mh) {
   return Call("regMr", [&] { return P().RegMr(comm, data, size, type, mh); });
 }
 rrNcclResult_t DeregMr(void* comm, void* mh) { return Call("deregMr", [&] { return P().DeregMr(comm, mh); }); }
-rrNcclResult_t Isend(void* sc, void* data, size_t size, int /*tag*/, void* /*mh*/, void* /*ph*/, void** req) {
-  return Call("isend", [&] { return P().Isend(sc, data, size, req); });
+rrNcclResult_t Isend(void* sc, void* data, size_t size, int /*tag*/, void* /*mh*/, void* ph, void** req) {
+  return Call("isend", [&] { return P().Isend(sc, data, size, ph, req); });
 }
-rrNcclResult_t Irecv(void* rc, int n, void** data, size_t* sizes, int* /*tags*/, void** /*mh*/, void** /*ph*/,
+rrNcclResult_t Irecv(void* rc, int n, void** data, size_t* sizes, int* /*tags*/, void** /*mh*/, void** ph,
                      void** req) {
-  return Call("irecv", [&] { return P().Irecv(rc, n, data, sizes, req); });
+  return Call("irecv", [&] { return P().Irecv(rc, n, data, sizes, ph, req); });
 }
 rrNcclResult_t Iflush(void* rc, int n, void** /*data*/, int* /*sizes*/, void** /*mh*/, void** req) {
   return Call("iflush", [&] { return P().Iflush(rc, n, req); });

@@ -32,7 +32,7 @@ void PluginLog(int level, unsigned long flags, const char* file, int line, const
   log::WriteP(g_rank_prefix, static_cast<log::Level>(level), flags, file, line, "%s", msg);
 }
 
-// NCCL always hands a profiler callback to init; rerail-perf records no plugin events (yet).
+// NCCL always hands a profiler callback to init; this one creates no event (no --profiler).
 rrNcclResult_t NoProfiler(void** eHandle, int, void*, int64_t, void*) {
   if (eHandle) *eHandle = nullptr;
   return rrNcclSuccess;
@@ -77,15 +77,16 @@ Conn* Comm::Find(const ConnKey& k) const {
   return it == conns_.end() ? nullptr : it->second.get();
 }
 
+uint64_t Comm::CommId(int nranks) { return 0x72657261696c7066ull ^ static_cast<uint64_t>(nranks); }
+
 Status Comm::Setup(const std::string& plugin_path, Oob* oob, const std::vector<ConnKey>& keys, int timeout_ms,
-                   std::unique_ptr<Comm>* out) {
+                   rrNcclProfilerCallback_t prof, std::unique_ptr<Comm>* out) {
   std::unique_ptr<Comm> c(new Comm());
   std::string err;
   c->net_ = netdrv::NetPlugin::Open(plugin_path, &err);
   if (!c->net_) return Status::InvalidUsage(err);
   // Every rank must pass the same commId (NCCL passes the comm hash).
-  const uint64_t comm_id = 0x72657261696c7066ull ^ static_cast<uint64_t>(oob->Size());
-  rrNcclResult_t rc = c->net_->Init(&c->ctx_, comm_id, &PluginLog, &NoProfiler);
+  rrNcclResult_t rc = c->net_->Init(&c->ctx_, CommId(oob->Size()), &PluginLog, prof ? prof : &NoProfiler);
   if (rc != rrNcclSuccess)
     return Status(static_cast<Code>(rc), "plugin '" + c->net_->Path() + "' init returned " + netdrv::ResultName(rc));
   c->inited_ = true;

@@ -34,8 +34,12 @@ struct PluginWarning {
 class Comm {
  public:
   ~Comm();
+  // `prof`: the profiler callback handed to the plugin's init (NULL: a callback that creates nothing,
+  // as NCCL passes when no profiler is loaded).
   static Status Setup(const std::string& plugin_path, Oob* oob, const std::vector<ConnKey>& keys,
-                      int timeout_ms, std::unique_ptr<Comm>* out);
+                      int timeout_ms, rrNcclProfilerCallback_t prof, std::unique_ptr<Comm>* out);
+  // The commId every rank passes to init (and to the profiler): NCCL passes the comm hash.
+  static uint64_t CommId(int nranks);
 
   Conn* Find(const ConnKey& k) const;
   netdrv::NetPlugin* net() const { return net_.get(); }

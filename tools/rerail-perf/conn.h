@@ -9,6 +9,10 @@
 //     (only as many as the operation will receive), and tests only the OLDEST outstanding request, as
 //     the proxy does. A NULL request from isend/irecv is retried on the next Progress call.
 //   * Completed sends add their bytes to the per-device counter passed in (timeline).
+//   * Profiler (--profiler): when BeginOp gets an NcclEmu, the operation is a ProxyOp under `task` and
+//     every posted slice a ProxyStep, started before isend/irecv with its slot as phandle and stopped
+//     when test reports it done (as NCCL's proxy does, reference §4.1); the op stops when the last
+//     slice completes. Without one, the plugin gets NULL phandles.
 //   * Errors: any non-success from the plugin is returned as Status naming the call, peer and
 //     channel; the caller stops the run (NCCL would stop the proxy too, reference §3.7).
 //   * Not thread-safe: one thread drives all connections of a rank.
@@ -18,6 +22,7 @@
 #include <functional>
 #include <vector>
 
+#include "nccl_emu.h"
 #include "net_loader.h"
 #include "rerail/status.h"
 
@@ -43,7 +48,8 @@ class Conn {
   bool attached() const { return comm_ != nullptr; }
 
   // Starts an operation that will move `nslices` slices of up to slice_steps*step_bytes bytes.
-  Status BeginOp(int slice_steps, uint64_t nslices);
+  // `emu`/`task`: profiler emulation and the collective the op belongs to (both may be null).
+  Status BeginOp(int slice_steps, uint64_t nslices, prof::NcclEmu* emu = nullptr, void* task = nullptr);
   size_t SliceCapacity() const { return step_bytes_ * static_cast<size_t>(slice_steps_); }
 
   // ---- GPU side -------------------------------------------------------------------------------------
@@ -71,6 +77,8 @@ class Conn {
   int SlotIndex(uint64_t slice) const { return static_cast<int>(slice % Slots()) * slice_steps_; }
   char* SlotPtr(uint64_t slice) { return buf_.data() + static_cast<size_t>(SlotIndex(slice)) * step_bytes_; }
   Status Fail(const char* call, int rc) const;
+  void* StartStep(int k, uint64_t slice);
+  void StopStep(int k);
 
   netdrv::NetPlugin* net_;
   bool is_send_;
@@ -87,6 +95,10 @@ class Conn {
   uint64_t filled_ = 0, posted_ = 0, done_ = 0, arrived_ = 0, consumed_ = 0;
   size_t sizes_[kSteps] = {};
   void* reqs_[kSteps] = {};
+  prof::NcclEmu* emu_ = nullptr;          // profiler emulation of the current op (null: none)
+  void* op_ = nullptr;                    // its ProxyOp handle
+  prof::NcclEmu::ProxyStep steps_[kSteps];  // NCCL's pHandles: the phandle of each slot's request
+  bool step_open_[kSteps] = {};
 };
 
 }  // namespace rr::perf

@@ -29,6 +29,19 @@ void Copy(char* dst, const char* src, size_t bytes) {
   if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
 }
 
+// NCCL's function names, as its profiler descriptors carry them (static strings).
+const char* NcclFuncName(Coll c) {
+  switch (c) {
+    case Coll::kAllReduce: return "AllReduce";
+    case Coll::kAllGather: return "AllGather";
+    case Coll::kReduceScatter: return "ReduceScatter";
+    case Coll::kBroadcast: return "Broadcast";
+    case Coll::kSendRecv: return "SendRecv";
+    case Coll::kAllToAll: return "AllToAll";
+  }
+  return "Unknown";
+}
+
 }  // namespace
 
 void Engine::Reduce(char* dst, char* dst2, const char* a, const char* b, size_t bytes) const {
@@ -80,7 +93,17 @@ bool Engine::TryElem(const Plan& plan, const std::vector<Conn*>& conns, int s, c
 }
 
 Status Engine::Run(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, const Deadline& dl) {
-  for (size_t c = 0; c < conns.size(); ++c) RR_CHECK(conns[c]->BeginOp(plan.slice_steps, plan.conn_slices[c]));
+  void* task = nullptr;
+  if (emu_ != nullptr) {
+    void* group = emu_->StartGroup();
+    task = emu_->StartColl(group, {NcclFuncName(plan.coll), plan.count,
+                                   dtype_ == DataType::kFloat ? "ncclFloat32" : "ncclInt32", "Ring", "Simple",
+                                   channels_});
+    emu_->Stop(task);
+    emu_->Stop(group);
+  }
+  for (size_t c = 0; c < conns.size(); ++c)
+    RR_CHECK(conns[c]->BeginOp(plan.slice_steps, plan.conn_slices[c], emu_, task));
   pos_.assign(plan.streams.size(), 0);
   uint64_t idle_passes = 0;
   while (true) {

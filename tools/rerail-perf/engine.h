@@ -30,6 +30,9 @@ class Engine {
   // Resolves the plan's connections once (the plan can then be run many times).
   Status Bind(const Plan& plan, std::vector<Conn*>* conns) const;
   Status Run(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, const Deadline& dl);
+  // --profiler: every Run starts a Group and a Coll (stopped right away, as NCCL does after enqueue)
+  // and each connection's op becomes a ProxyOp under that Coll (Conn::BeginOp). `emu` may be null.
+  void SetProfiler(prof::NcclEmu* emu, int channels) { emu_ = emu, channels_ = channels; }
 
  private:
   // Runs the stream's next primitive if its inputs and a slot are ready.
@@ -41,6 +44,8 @@ class Engine {
   BytesFn on_sent_;
   std::function<void()> tick_;
   std::vector<size_t> pos_;  // next element per stream
+  prof::NcclEmu* emu_ = nullptr;
+  int channels_ = 1;
 };
 
 }  // namespace rr::perf

@@ -57,7 +57,7 @@ struct Options {
   std::string json_path;       // -J
   std::string timeline_path;   // --timeline (.csv or .json)
   std::vector<FaultSpec> faults;  // --fault (repeatable)
-  std::string profiler;        // --profiler: reserved for the profiler plugin (not yet used)
+  std::string profiler;        // --profiler: profiler plugin emulated per rank (prof::NcclEmu)
   int timeout_s = 300;         // --timeout: whole run bound
   bool quiet_progress = false; // --no-progress
   // Internal: set by the launcher (or taken from OMPI_COMM_WORLD_* / PMI_*).

@@ -43,6 +43,7 @@ class RankRunner {
   const Options& o_;
   Report report_;
   std::unique_ptr<Oob> oob_;
+  std::unique_ptr<prof::NcclEmu> emu_;  // --profiler; outlives comm_ (the plugin holds its callback)
   std::unique_ptr<Comm> comm_;
   std::unique_ptr<Timeline> timeline_;
   std::unique_ptr<Engine> engine_;
@@ -75,7 +76,15 @@ Status RankRunner::Setup() {
   for (Coll c : o_.colls)
     for (const ConnKey& k : ConnsFor(c, o_.nranks, o_.rank, o_.channels))
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-  RR_CHECK(Comm::Setup(o_.plugin, oob_.get(), keys, kSetupTimeoutMs, &comm_));
+  rrNcclProfilerCallback_t prof = nullptr;
+  if (!o_.profiler.empty()) {
+    prof::NcclEmu::CommInfo ci{Comm::CommId(o_.nranks), "rerail-perf", std::max(o_.hosts, 1), o_.nranks, o_.rank};
+    Status st = prof::NcclEmu::Open(o_.profiler, ci, &emu_);
+    if (!st.ok()) return Status(st.code(), "--profiler '" + o_.profiler + "': " + st.message());
+    // Same signature; NCCL's callback type returns ncclResult_t, an int-sized enum.
+    prof = reinterpret_cast<rrNcclProfilerCallback_t>(prof::NcclEmu::NetCallback());
+  }
+  RR_CHECK(Comm::Setup(o_.plugin, oob_.get(), keys, kSetupTimeoutMs, prof, &comm_));
   // Per-rail bytes from the plugin's board when it publishes one, else per NCCL device.
   board_.Discover();
   timeline_ = std::make_unique<Timeline>(o_.t0_ns ? o_.t0_ns : start_ns_,
@@ -85,6 +94,7 @@ Status RankRunner::Setup() {
   engine_ = std::make_unique<Engine>(
       comm_.get(), o_.dtype, [tl](int dev, size_t b) { tl->Add(dev, b, NowNs()); },
       [tl, board] { board->Sample(NowNs(), tl); });
+  engine_->SetProfiler(emu_.get(), o_.channels);
   return Status::Ok();
 }
 
@@ -193,6 +203,7 @@ Status RankRunner::RunColl(Coll c) {
 }
 
 Status RankRunner::Finish() {
+  if (emu_) RR_CHECK(emu_->Finalize());  // writes this rank's trace, summary and textfile
   if (board_.Active()) {
     board_.Sample(NowNs(), timeline_.get(), /*force=*/true);
     timeline_->AddMeta("resent_bytes", board_.ResentBytes());

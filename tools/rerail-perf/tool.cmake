@@ -17,7 +17,7 @@ add_library(rerail_perf_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/rank.cc
   ${CMAKE_CURRENT_LIST_DIR}/launcher.cc)
 target_include_directories(rerail_perf_core PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(rerail_perf_core PUBLIC rerail_netdrv rerail_rails rerail_bootstrap_static rerail_common nlohmann_json::nlohmann_json
+target_link_libraries(rerail_perf_core PUBLIC rerail_prof_emu rerail_netdrv rerail_rails rerail_bootstrap_static rerail_common nlohmann_json::nlohmann_json
                       Threads::Threads)
 
 add_executable(rerail-perf ${CMAKE_CURRENT_LIST_DIR}/main.cc)
