@@ -66,4 +66,27 @@ void CopyCommonProps(const rrNcclNetProperties_v12_t& in, P* out) {
 
 inline Plugin& P() { return Plugin::Get(); }
 
+// The calls whose signature is the same in v10, v11 and v12: one definition for every table.
+inline rrNcclResult_t Accept(void* lc, void** rc, rrNcclNetDeviceHandle_t** /*devComm*/) {
+  return Call("accept", [&] { return P().Accept(lc, rc); });
+}
+inline rrNcclResult_t RegMr(void* comm, void* data, size_t size, int type, void** mh) {
+  return Call("regMr", [&] { return P().RegMr(comm, data, size, type, mh); });
+}
+inline rrNcclResult_t DeregMr(void* comm, void* mh) { return Call("deregMr", [&] { return P().DeregMr(comm, mh); }); }
+inline rrNcclResult_t Isend(void* sc, void* data, size_t size, int /*tag*/, void* /*mh*/, void* ph, void** req) {
+  return Call("isend", [&] { return P().Isend(sc, data, size, ph, req); });
+}
+inline rrNcclResult_t Irecv(void* rc, int n, void** data, size_t* sizes, int* /*tags*/, void** /*mh*/, void** ph,
+                     void** req) {
+  return Call("irecv", [&] { return P().Irecv(rc, n, data, sizes, ph, req); });
+}
+inline rrNcclResult_t Iflush(void* rc, int n, void** /*data*/, int* /*sizes*/, void** /*mh*/, void** req) {
+  return Call("iflush", [&] { return P().Iflush(rc, n, req); });
+}
+inline rrNcclResult_t Test(void* req, int* done, int* sizes) { return Call("test", [&] { return P().Test(req, done, sizes); }); }
+inline rrNcclResult_t CloseSend(void* c) { return Call("closeSend", [&] { return P().CloseSend(c); }); }
+inline rrNcclResult_t CloseRecv(void* c) { return Call("closeRecv", [&] { return P().CloseRecv(c); }); }
+inline rrNcclResult_t CloseListen(void* c) { return Call("closeListen", [&] { return P().CloseListen(c); }); }
+
 }  // namespace rr::net::abi
