@@ -14,7 +14,7 @@ void BoardSource::Discover() {
 }
 
 void BoardSource::Sample(uint64_t now_ns, Timeline* tl, bool force) {
-  if (paths_.empty() || (!force && now_ns - last_ns_ < Timeline::kBinNs / 2)) return;
+  if (paths_.empty() || (!force && now_ns - last_ns_ < tl->bin_ns() / 2)) return;
   last_ns_ = now_ns;
   uint64_t resent = 0;
   for (const std::string& p : paths_) {

@@ -7,7 +7,7 @@
 //     Sample() adds the growth of every rail's bytes_sent to the timeline under the rail's name, and
 //     the timeline stops counting per NCCL device (Active() is true).
 //   * Discover() looks for the boards once (after the plugin was initialised); Sample() is rate
-//     limited to one read per 100 ms bin and never blocks (the board reader is wait-free).
+//     limited to two reads per timeline bin and never blocks (the board reader is wait-free).
 //   * ResentBytes() is the sum of retransmit_bytes over this process's rails at the last sample.
 //   * Not thread-safe (the rank's single thread calls it).
 #pragma once

@@ -145,7 +145,10 @@ Status Parse(int argc, char** argv, Options* o) {
   app.add_option("-o,--op", op, "Reduction operation: sum");
   app.add_option("-r,--root", o->root, "Root rank of broadcast");
   app.add_option("-J,--output_file", o->json_path, "Also write results as JSON to this file");
-  app.add_option("--timeline", o->timeline_path, "Per-100 ms throughput per rail (.csv or .json)");
+  app.add_option("--timeline", o->timeline_path, "Throughput per rail per bin (--timeline-bin-ms) (.csv or .json)");
+  app.add_option("--timeline-bin-ms", o->timeline_bin_ms, "Width of a --timeline bin in ms (default 100)")->check(CLI::Range(1, 60000));
+  app.add_option("--duration", o->duration_s, "Seconds each timed loop (one per size and placement) runs, instead of -n iterations")
+      ->check(CLI::Range(0.001, 86400.0));
   app.add_option("--fault", faults, "at=2s,host=0,rail=1,kind=down|blackhole|slow:RATE|heal (repeatable)");
   app.add_option("--profiler", o->profiler, "Profiler plugin to load (path, e.g. libnccl-profiler-rerail.so); NCCL's profiler events are emulated and the net plugin gets its callback");
   app.add_option("--timeout", o->timeout_s, "Abort the whole run after this many seconds")->check(CLI::Range(1, 86400));

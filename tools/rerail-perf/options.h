@@ -56,6 +56,8 @@ struct Options {
   int root = 0;                // -r (broadcast)
   std::string json_path;       // -J
   std::string timeline_path;   // --timeline (.csv or .json)
+  int timeline_bin_ms = 100;   // --timeline-bin-ms: width of a timeline bin
+  double duration_s = 0;       // --duration: each timed loop runs this long instead of -n iterations
   std::vector<FaultSpec> faults;  // --fault (repeatable)
   std::string profiler;        // --profiler: profiler plugin emulated per rank (prof::NcclEmu)
   int timeout_s = 300;         // --timeout: whole run bound

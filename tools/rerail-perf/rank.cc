@@ -1,5 +1,6 @@
 #include "rank.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 #include <xmmintrin.h>
 
@@ -36,7 +37,10 @@ class RankRunner {
   std::vector<size_t> Sizes() const;
   Status RunSize(Coll c, size_t size, Row* row);
   Status TimeIt(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, Cell* cell);
+  Status TimedLoop(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, int* iters);
   Status Check(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, Cell* cell);
+  void Phase(const char* what, const Plan& plan);
+  Status CpuReport(nlohmann::json* out);
   void Buffers(const Plan& plan, char** in, char** out);
   void MaybeProgress(const Plan& plan, int iter);
 
@@ -88,7 +92,8 @@ Status RankRunner::Setup() {
   // Per-rail bytes from the plugin's board when it publishes one, else per NCCL device.
   board_.Discover();
   timeline_ = std::make_unique<Timeline>(o_.t0_ns ? o_.t0_ns : start_ns_,
-                                         board_.Active() ? std::vector<std::string>{} : comm_->dev_names());
+                                         board_.Active() ? std::vector<std::string>{} : comm_->dev_names(),
+                                         static_cast<uint64_t>(o_.timeline_bin_ms) * 1000000ull);
   Timeline* tl = timeline_.get();
   BoardSource* board = &board_;
   engine_ = std::make_unique<Engine>(
@@ -114,7 +119,33 @@ void RankRunner::MaybeProgress(const Plan& plan, int iter) {
   if (now - last_progress_ns_ < kProgressEveryNs) return;
   last_progress_ns_ = now;
   fprintf(stderr, "# progress: %s %zu B %s iteration %d/%d, %.0f s elapsed\n", CollName(plan.coll), plan.size_bytes,
-          plan.in_place ? "in-place" : "out-of-place", iter, o_.iters, (now - start_ns_) * 1e-9);
+          plan.in_place ? "in-place" : "out-of-place", iter, o_.duration_s > 0 ? 0 : o_.iters, (now - start_ns_) * 1e-9);
+}
+
+// Timeline marks around timed loops, so an analysis can tell the plugin's stalls from the gaps
+// between loops (barriers, input fill, verification).
+void RankRunner::Phase(const char* what, const Plan& plan) {
+  if (o_.rank != 0) return;
+  timeline_->AddEvent({(static_cast<double>(NowNs()) - timeline_->t0_ns()) * 1e-9, "phase",
+                       std::string("timed ") + what + " " + CollName(plan.coll) + " " + std::to_string(plan.size_bytes) +
+                           " B " + (plan.in_place ? "in-place" : "out-of-place")});
+}
+
+// -n iterations, or with --duration as many as fit: every rank reports its elapsed time after each
+// iteration and all stop together once the slowest saw the duration pass (the ranks must agree on
+// the count, or one would wait for a collective the others never start).
+Status RankRunner::TimedLoop(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, int* iters) {
+  uint64_t t = NowNs();
+  for (int i = 0;; ++i) {
+    if (o_.duration_s <= 0 && i >= o_.iters) return Status::Ok();
+    RR_CHECK(engine_->Run(plan, conns, in, out, deadline_));
+    *iters = i + 1;
+    MaybeProgress(plan, i + 1);
+    if (o_.duration_s <= 0) continue;
+    std::vector<double> elapsed;
+    RR_CHECK(oob_->AllGatherDouble((NowNs() - t) * 1e-9, &elapsed));
+    if (*std::max_element(elapsed.begin(), elapsed.end()) >= o_.duration_s) return Status::Ok();
+  }
 }
 
 Status RankRunner::TimeIt(const Plan& plan, const std::vector<Conn*>& conns, char* in, char* out, Cell* cell) {
@@ -122,11 +153,11 @@ Status RankRunner::TimeIt(const Plan& plan, const std::vector<Conn*>& conns, cha
   FillInput(va, in, plan.in_bytes);
   RR_CHECK(oob_->Barrier());
   uint64_t t = NowNs();
-  for (int i = 0; i < o_.iters; ++i) {
-    RR_CHECK(engine_->Run(plan, conns, in, out, deadline_));
-    MaybeProgress(plan, i + 1);
-  }
-  double us = (NowNs() - t) / 1e3 / o_.iters;
+  int iters = 0;
+  Phase("begin", plan);
+  RR_CHECK(TimedLoop(plan, conns, in, out, &iters));
+  Phase("end", plan);
+  double us = (NowNs() - t) / 1e3 / iters;
   std::vector<double> all;
   RR_CHECK(oob_->AllGatherDouble(us, &all));
   double sum = 0;
@@ -202,8 +233,38 @@ Status RankRunner::RunColl(Coll c) {
   return Status::Ok();
 }
 
+// CPU seconds of every rank process (all threads: the plugin's included) against the bytes moved
+// over the network (payload of every completed send), printed by rank 0 as nccl-tests-style
+// comment lines.
+Status RankRunner::CpuReport(nlohmann::json* out) {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  char mine[96];
+  snprintf(mine, sizeof(mine), "%.6f %.6f %llu", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6,
+           ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6,
+           static_cast<unsigned long long>(timeline_->CompletedBytes()));
+  std::vector<std::string> all;
+  RR_CHECK(oob_->AllGather(mine, &all));
+  double user = 0, sys = 0, bytes = 0;
+  for (const std::string& a : all) {
+    double u = 0, s = 0, b = 0;
+    if (sscanf(a.c_str(), "%lf %lf %lf", &u, &s, &b) != 3) return Status::Internal("CPU report: bad blob '" + a + "'");
+    user += u, sys += s, bytes += b;
+  }
+  double per_gb = bytes > 0 ? (user + sys) / (bytes / 1e9) : 0;
+  if (o_.rank == 0) {
+    fprintf(stdout, "# Bytes moved: %.0f (%.3f GB, every rank's completed sends)\n", bytes, bytes / 1e9);
+    fprintf(stdout, "# CPU: user %.2f s, sys %.2f s, per GB moved: %.3f s\n", user, sys, per_gb);
+    fflush(stdout);
+  }
+  *out = {{"user_s", user}, {"sys_s", sys}, {"bytes_moved", bytes}, {"cpu_s_per_gb", per_gb}};
+  return Status::Ok();
+}
+
 Status RankRunner::Finish() {
   if (emu_) RR_CHECK(emu_->Finalize());  // writes this rank's trace, summary and textfile
+  nlohmann::json cpu;
+  RR_CHECK(CpuReport(&cpu));
   if (board_.Active()) {
     board_.Sample(NowNs(), timeline_.get(), /*force=*/true);
     timeline_->AddMeta("resent_bytes", board_.ResentBytes());
@@ -215,7 +276,7 @@ Status RankRunner::Finish() {
   std::vector<std::string> blobs;
   RR_CHECK(oob_->AllGather(timeline_->Serialize(), &blobs));
   if (o_.rank != 0) return Status::Ok();
-  Timeline merged(timeline_->t0_ns(), {});
+  Timeline merged(timeline_->t0_ns(), {}, timeline_->bin_ns());
   for (const std::string& b : blobs) RR_CHECK(merged.Merge(b));
   if (!o_.events_path.empty())
     for (TimelineEvent& e : ReadFaultEvents(o_.events_path)) merged.AddEvent(std::move(e));
@@ -224,7 +285,7 @@ Status RankRunner::Finish() {
     std::ofstream f(o_.json_path);
     nlohmann::json j{{"tool", "rerail-perf"}, {"nranks", o_.nranks}, {"channels", o_.channels},
                      {"plugin", comm_->net()->Path()}, {"results", report_.Json()},
-                     {"out_of_bounds", report_.TotalWrong()}};
+                     {"out_of_bounds", report_.TotalWrong()}, {"cpu", cpu}};
     f << j.dump(1) << "\n";
     if (!f) return Status::InvalidUsage("-J: cannot write '" + o_.json_path + "'");
   }

@@ -20,8 +20,10 @@ void Report::Preamble(const Options& o, Coll c, const std::string& plugin_desc, 
           o.channels, static_cast<unsigned long long>(o.min_bytes), static_cast<unsigned long long>(o.max_bytes));
   if (o.step_bytes) fprintf(out_, "%llu(bytes)", static_cast<unsigned long long>(o.step_bytes));
   else fprintf(out_, "%g(factor)", o.step_factor);
-  fprintf(out_, " warmup iters: %d iters: %d validation: %d\n#\n# %s\n#\n# Using ranks\n", o.warmup, o.iters, o.check,
-          plugin_desc.c_str());
+  fprintf(out_, " warmup iters: %d ", o.warmup);
+  if (o.duration_s > 0) fprintf(out_, "duration: %gs", o.duration_s);  // --duration replaces -n
+  else fprintf(out_, "iters: %d", o.iters);
+  fprintf(out_, " validation: %d\n#\n# %s\n#\n# Using ranks\n", o.check, plugin_desc.c_str());
   for (const std::string& l : rank_lines) fprintf(out_, "#  %s\n", l.c_str());
   fprintf(out_, "#\n");
 }

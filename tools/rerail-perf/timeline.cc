@@ -7,7 +7,8 @@
 
 namespace rr::perf {
 
-Timeline::Timeline(uint64_t t0_ns, std::vector<std::string> dev_names) : t0_ns_(t0_ns), devs_(std::move(dev_names)) {
+Timeline::Timeline(uint64_t t0_ns, std::vector<std::string> dev_names, uint64_t bin_ns)
+    : t0_ns_(t0_ns), bin_ns_(bin_ns ? bin_ns : kBinNs), devs_(std::move(dev_names)) {
   for (const std::string& d : devs_) Index(d);
 }
 
@@ -20,13 +21,18 @@ size_t Timeline::Index(const std::string& rail) {
 }
 
 void Timeline::Add(int dev, size_t bytes, uint64_t now_ns) {
+  if (now_ns >= t0_ns_) {
+    size_t bin = static_cast<size_t>((now_ns - t0_ns_) / bin_ns_);
+    if (completed_.size() <= bin) completed_.resize(bin + 1, 0);
+    completed_[bin] += bytes;
+  }
   if (dev < 0 || static_cast<size_t>(dev) >= devs_.size()) return;
   AddNamed(devs_[static_cast<size_t>(dev)], bytes, now_ns);
 }
 
 void Timeline::AddNamed(const std::string& rail, uint64_t bytes, uint64_t now_ns) {
   if (now_ns < t0_ns_) return;
-  size_t bin = static_cast<size_t>((now_ns - t0_ns_) / kBinNs);
+  size_t bin = static_cast<size_t>((now_ns - t0_ns_) / bin_ns_);
   auto& v = bytes_[Index(rail)];
   if (v.size() <= bin) v.resize(bin + 1, 0);
   v[bin] += bytes;
@@ -36,6 +42,8 @@ std::string Timeline::Serialize() const {
   nlohmann::json j;
   j["rails"] = names_;
   j["bytes"] = bytes_;
+  j["completed"] = completed_;
+  j["bin_ns"] = bin_ns_;
   j["meta"] = meta_;
   nlohmann::json ev = nlohmann::json::array();
   for (const auto& e : events_) ev.push_back({{"t_s", e.t_s}, {"kind", e.kind}, {"text", e.text}});
@@ -49,6 +57,12 @@ Status Timeline::Merge(const std::string& blob) {
   auto other = j["bytes"].get<std::vector<std::vector<uint64_t>>>();
   auto names = j["rails"].get<std::vector<std::string>>();
   if (names.size() != other.size()) return Status::Internal("timeline: rails and counts disagree");
+  if (j.value("bin_ns", kBinNs) != bin_ns_)
+    return Status::Internal("timeline: a rank counted in bins of " + std::to_string(j.value("bin_ns", kBinNs)) +
+                            " ns, this one in " + std::to_string(bin_ns_) + " ns");
+  auto done = j.value("completed", std::vector<uint64_t>{});
+  if (completed_.size() < done.size()) completed_.resize(done.size(), 0);
+  for (size_t b = 0; b < done.size(); ++b) completed_[b] += done[b];
   for (size_t d = 0; d < other.size(); ++d) {
     auto& mine = bytes_[Index(names[d])];
     if (mine.size() < other[d].size()) mine.resize(other[d].size(), 0);
@@ -72,8 +86,14 @@ uint64_t BinTotal(const std::vector<std::vector<uint64_t>>& b, size_t bin) {
 }
 }  // namespace
 
+uint64_t Timeline::CompletedBytes() const {
+  uint64_t s = 0;
+  for (uint64_t v : completed_) s += v;
+  return s;
+}
+
 double Timeline::GBps(double from_s, double to_s) const {
-  const double bin_s = kBinNs * 1e-9;
+  const double bin_s = bin_ns_ * 1e-9;
   size_t lo = static_cast<size_t>(std::max(0.0, from_s) / bin_s), hi = static_cast<size_t>(std::max(0.0, to_s) / bin_s);
   hi = std::min(hi, NumBins(bytes_));
   if (hi <= lo) return 0;
@@ -90,7 +110,7 @@ double Timeline::LongestStallS() const {
     run = BinTotal(bytes_, b) == 0 ? run + 1 : 0;
     best = std::max(best, run);
   }
-  return best * (kBinNs * 1e-9);
+  return best * (bin_ns_ * 1e-9);
 }
 
 Status Timeline::Write(const std::string& path) const {
@@ -100,8 +120,8 @@ Status Timeline::Write(const std::string& path) const {
   std::sort(order.begin(), order.end(), [this](size_t a, size_t b) { return names_[a] < names_[b]; });
   std::vector<std::string> rails;
   for (size_t i : order) rails.push_back(names_[i]);
-  const double bin_s = kBinNs * 1e-9;
-  const size_t nbins = NumBins(bytes_);
+  const double bin_s = bin_ns_ * 1e-9;
+  const size_t nbins = std::max(NumBins(bytes_), completed_.size());
   std::vector<TimelineEvent> ev = events_;
   std::stable_sort(ev.begin(), ev.end(), [](const auto& a, const auto& b) { return a.t_s < b.t_s; });
   std::ofstream f(path);
@@ -115,11 +135,13 @@ Status Timeline::Write(const std::string& path) const {
     j["rails"] = rails;
     j["t_s"] = nlohmann::json::array();
     j["gbps"] = nlohmann::json::array();
+    j["completed_gbps"] = nlohmann::json::array();
     for (size_t b = 0; b < nbins; ++b) {
       j["t_s"].push_back(b * bin_s);
       std::vector<double> row;
       for (size_t d : order) row.push_back(gbps(d, b));
       j["gbps"].push_back(row);
+      j["completed_gbps"].push_back(b < completed_.size() ? completed_[b] / bin_s / 1e9 : 0.0);
     }
     j["events"] = nlohmann::json::array();
     for (const auto& e : ev) j["events"].push_back({{"t_s", e.t_s}, {"kind", e.kind}, {"text", e.text}});

@@ -1,19 +1,26 @@
-// rerail-perf — per-100 ms throughput per rail (--timeline FILE) and the run's events.
+// rerail-perf — per-bin throughput per rail (--timeline FILE) and the run's events.
 //
 // Contract
 //   * Each rank counts the bytes of every completed send per NCCL device (= rail: channel c uses
-//     device c mod ndev) in 100 ms bins since the common start time t0 (CLOCK_MONOTONIC, shared by
+//     device c mod ndev) in bins of bin_ns (default 100 ms, --timeline-bin-ms) since the common
+//     start time t0 (CLOCK_MONOTONIC, shared by
 //     every process on the host, namespaces included) — or, when the plugin publishes per-rail
 //     counters (board_source.h), the bytes each physical rail really carried (AddNamed).
+//   * Completed sends are also counted per bin whatever the rail source (the "completed" series):
+//     bytes the receiver acknowledged, unlike a board's bytes_sent (written to a socket), so a
+//     stall of the whole connection shows there even while a dead rail's socket still accepts data.
 //   * Serialize()/Merge() move a rank's counts to rank 0, which sums them (by rail name) and writes
-//     the file: ".json" → {"bin_s", "rails", "t_s", "gbps" [bin][rail], "events", "meta"}; anything
+//     the file: ".json" → {"bin_s", "rails", "t_s", "gbps" [bin][rail], "completed_gbps" [bin],
+//     "events", "meta"}; anything
 //     else → CSV with a header row `t_s,<rail>...,total` (GB/s = 1e9 B/s, nccl-tests units), one
 //     `# event,t_s,kind,text` line per event and one `# meta,key,value` line per summed counter
 //     (resent_bytes from the plugin's board; ranks_with_rail_counters: how many ranks counted per
 //     physical rail — 0 means the columns are NCCL devices, which a striping plugin spreads over
 //     every rail).
-//   * Events: faults the launcher injected ("fault") and WARN lines the plugin logged ("plugin",
-//     e.g. failover / failback); scripts/plot.py draws them as markers.
+//   * Events: faults the launcher injected ("fault"), WARN lines the plugin logged ("plugin",
+//     e.g. failover / failback; scripts/plot.py draws both as markers) and the begin/end of every
+//     timed loop ("phase", from rank 0: "timed begin|end <coll> <bytes> B <placement>").
+//   * Merge() refuses a blob counted with another bin width (kInternal).
 //   * Add() is cheap (no allocation except when a new bin starts); not thread-safe.
 #pragma once
 
@@ -34,22 +41,27 @@ struct TimelineEvent {
 
 class Timeline {
  public:
-  static constexpr uint64_t kBinNs = 100000000ull;  // 100 ms
+  static constexpr uint64_t kBinNs = 100000000ull;  // default bin: 100 ms
 
-  // dev_names: the NCCL devices counted by Add(); empty when the counts come from AddNamed() only.
-  Timeline(uint64_t t0_ns, std::vector<std::string> dev_names);
+  // dev_names: the NCCL devices counted by Add(); empty when the rail counts come from AddNamed()
+  // only. bin_ns > 0.
+  Timeline(uint64_t t0_ns, std::vector<std::string> dev_names, uint64_t bin_ns = kBinNs);
 
+  // A completed send on NCCL device `dev`: counted in the completed series, and per rail when the
+  // timeline counts per device.
   void Add(int dev, size_t bytes, uint64_t now_ns);
   void AddNamed(const std::string& rail, uint64_t bytes, uint64_t now_ns);
   void AddMeta(const std::string& key, uint64_t v) { meta_[key] += v; }
   uint64_t t0_ns() const { return t0_ns_; }
+  uint64_t bin_ns() const { return bin_ns_; }
+  uint64_t CompletedBytes() const;  // every byte Add() counted
   void AddEvent(TimelineEvent e) { events_.push_back(std::move(e)); }
 
   std::string Serialize() const;
   Status Merge(const std::string& blob);  // adds another rank's counts and events
 
-  // Total bytes in [from_s, to_s) over all rails and the longest run of empty bins inside the
-  // active span (the "longest stall", in seconds); used by the demo summary.
+  // Throughput in [from_s, to_s) summed over all rails and the longest run of empty bins inside
+  // the active span (the "longest stall", in seconds); rail counts (board or devices).
   double GBps(double from_s, double to_s) const;
   double LongestStallS() const;
 
@@ -59,9 +71,11 @@ class Timeline {
   size_t Index(const std::string& rail);
 
   uint64_t t0_ns_;
+  uint64_t bin_ns_;
   std::vector<std::string> devs_;             // device index -> rail name (Add)
   std::vector<std::string> names_;            // rail names, one per row of bytes_
   std::vector<std::vector<uint64_t>> bytes_;  // [rail][bin]
+  std::vector<uint64_t> completed_;           // [bin]: completed sends, every device
   std::map<std::string, uint64_t> meta_;
   std::vector<TimelineEvent> events_;
 };
