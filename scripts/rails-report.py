@@ -19,14 +19,17 @@ Figures
                            timed loop, and when it began
   fault_at_s               first fault of kind down or blackhole (absent: no fault -> no fault_* keys)
   fault_before_gbps        mean throughput in the timed loop before the fault
-  fault_recovery_s         time from the fault to the start of the first --smooth-ms window whose
-                           mean throughput is >= --target (-1: never, before the timed loop ended)
+  fault_recovery_s         time from the fault to the first instant t (bin start) from which the
+                           mean throughput over [t, t + --window-s) is >= --target (-1: never, before
+                           the timed loop ended); a window rather than one bin, so the bytes still
+                           completing right after the fault or a burst between two stalls do not
+                           count as recovered
   fault_after_gbps         mean throughput over [fault + --settle-s, end of that timed loop]
   fault_stall_s            longest stall that begins at or after the fault in that loop
   plugin_events            plugin WARN lines in the timeline; plugin_failures: those with "failed ("
   resent_bytes             from the plugin's rail-health board (meta), when published
 
-Usage: scripts/rails-report.py TIMELINE [--senders N] [--target GBPS] [--smooth-ms MS]
+Usage: scripts/rails-report.py TIMELINE [--senders N] [--target GBPS] [--window-s S]
                                [--settle-s S] [--explain]
 Exit codes: 0 ok, 2 unreadable or malformed input (message on stderr).
 """
@@ -156,10 +159,10 @@ def analyse(bin_s, series_name, totals, events, meta, a):
 
 
 def recovery(s, fault, end, a):
-    """Seconds from the fault to the first window of --smooth-ms with mean >= target; -1 if none."""
+    """Seconds from the fault to the first window of --window-s with mean >= target; -1 if none."""
     if a.target is None:
         return -1
-    width = max(1, int(round(a.smooth_ms / 1000.0 / s.bin_s)))
+    width = max(1, int(round(a.window_s / s.bin_s)))
     for i in s.bins(fault, end):
         if i + width > len(s.v) or (i + width) * s.bin_s > end + 1e-9:
             break
@@ -173,7 +176,7 @@ def main():
     p.add_argument("timeline")
     p.add_argument("--senders", type=float, default=1, help="divide the summed throughput by this")
     p.add_argument("--target", type=float, help="recovery target, GB/s per sender")
-    p.add_argument("--smooth-ms", type=float, default=100, help="window of the recovery test (default 100)")
+    p.add_argument("--window-s", type=float, default=0.5, help="window of the recovery test (default 0.5)")
     p.add_argument("--settle-s", type=float, default=1.0, help="fault_after_gbps starts this long after the fault")
     p.add_argument("--explain", action="store_true", help="also print one human sentence")
     a = p.parse_args()

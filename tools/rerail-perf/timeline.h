@@ -20,7 +20,7 @@
 //   * Events: faults the launcher injected ("fault"), WARN lines the plugin logged ("plugin",
 //     e.g. failover / failback; scripts/plot.py draws both as markers) and the begin/end of every
 //     timed loop ("phase", from rank 0: "timed begin|end <coll> <bytes> B <placement>").
-//   * Merge() refuses a blob counted with another bin width (kInternal).
+//   * Merge() refuses a blob counted with another bin width (kInternalError).
 //   * Add() is cheap (no allocation except when a new bin starts); not thread-safe.
 #pragma once
 
