@@ -5,8 +5,9 @@
 #   1. raw TCP baseline: iperf3 -P 2 over one rail at X and over one at X/4 (ratios use these)
 #   2. homogeneous rails: sendrecv and all_reduce busbw vs 4 X                     target >= 0.95
 #   3. rails X,X,X,X/4 (rail 3 slowed on both hosts): busbw vs 3 X + X/4            target >= 0.9
-#   4. rail 1 of host 0 down mid-run: time until the throughput is back to >= 0.95 x 3 X
-#      (target <= 1 s), mean throughput from fault + 1 s, longest stall (10 ms bins) target <= 100 ms
+#   4. rail 1 of host 0 down mid-run (a long sendrecv, timeline in 10 ms bins of completed sends):
+#      time from the fault until the mean over the next 0.5 s is >= 0.95 x 3 X (target <= 1 s), the
+#      mean from fault + 1 s to the end of that timed loop, the longest stall target <= 100 ms
 #   5. the same with a black hole (iptables DROP): longest stall                     target <= 1.5 s
 #   6. BENCH_SOAK_S of saturated all_reduce without faults: failovers ("failed (" WARN lines) target 0
 #   7. CPU seconds (user + sys, all rank processes) per GB moved
