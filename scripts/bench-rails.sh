@@ -73,7 +73,7 @@ kbit=$(awk -v r="$RATE" 'BEGIN { n = r + 0; u = tolower(substr(r, length(n "") +
 [ "$kbit" != 0 ] || { echo "bench-rails: BENCH_RATE='$RATE' must be a number with kbit, mbit or gbit" >&2; exit 2; }
 QRATE="$(awk -v k="$kbit" 'BEGIN { printf "%d", k / 4 }')kbit"
 
-pids=()
+pids=()  # background processes (iperf3 servers, rerail-perf), stopped on exit
 cleanup() {
   for p in "${pids[@]}"; do
     kill "$p" 2>/dev/null || true
@@ -103,7 +103,8 @@ set_rates() {
   done
 }
 
-# iperf3 -P 2 from host 0 to host 1 over rail $1; prints GB/s (1e9 B/s) received.
+# iperf3 -P 2 from host 0 to host 1 over rail $1; writes GB/s (1e9 B/s) received to $2.
+# (Not called in $(...): a subshell could not record the server in pids for the cleanup.)
 iperf_rail() {
   local addr ns1="${RERAIL_NETNS_PREFIX}-h1" ns0="${RERAIL_NETNS_PREFIX}-h0" port=5201 i
   addr=$($RAILS addr 1 "$1")
@@ -116,7 +117,7 @@ iperf_rail() {
   ip netns exec "$ns0" iperf3 -c "$addr" -p "$port" -P 2 -t "$IPERF_S" -J >"$OUT/iperf3-rail$1.json"
   wait "${pids[-1]}" 2>/dev/null || true
   "$PY" -c 'import json,sys; print("%.5f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e9))' \
-    "$OUT/iperf3-rail$1.json"
+    "$OUT/iperf3-rail$1.json" >"$2"
 }
 
 # One rerail-perf run: perf NAME POLICY ARGS...; table on stdout, figures from NAME.json/.timeline.json.
@@ -125,12 +126,13 @@ perf() {
   shift 2
   echo
   echo "## $name (RERAIL_POLICY=$pol): rerail-perf $*"
-  set +e
+  # In the background so that a TERM reaches the cleanup at once (the launcher stops its ranks).
   RERAIL_TCP_IFNAME=rail RERAIL_POLICY=$pol "$PERF" --plugin "$PLUGIN" --hosts "$HOSTS" -N 2 -C "$NRAILS" \
-    --no-progress -J "$OUT/$name.json" --timeline "$OUT/$name.timeline.json" "$@" \
-    >"$OUT/$name.txt" 2>"$OUT/$name.log"
-  rc=$?
-  set -e
+    --no-progress --timeout $((SOAK + 240)) -J "$OUT/$name.json" --timeline "$OUT/$name.timeline.json" "$@" \
+    >"$OUT/$name.txt" 2>"$OUT/$name.log" &
+  pids+=($!)
+  rc=0
+  wait "${pids[-1]}" || rc=$?
   grep -v '^#  Rank\|^# Using ranks' "$OUT/$name.txt" || true
   if [ "$rc" -ne 0 ] || grep -q "Out of bounds values : [1-9]" "$OUT/$name.txt"; then
     echo "bench-rails: $name: rerail-perf exited with $rc (1: wrong values, 2: a rank failed); last lines of $OUT/$name.log:"
@@ -166,8 +168,9 @@ $RAILS up "$HOSTS" "$NRAILS" >/dev/null
 
 # 1. Raw TCP baseline (the same tbf limits, the same run).
 set_rates hetero
-X=$(iperf_rail 0)
-XQ=$(iperf_rail 3)
+iperf_rail 0 "$OUT/x.txt"
+iperf_rail 3 "$OUT/xq.txt"
+X=$(cat "$OUT/x.txt") XQ=$(cat "$OUT/xq.txt")
 echo "# iperf3 -P 2 over one rail: X_meas = $X GB/s at $RATE; X/4_meas = $XQ GB/s at $QRATE"
 row "raw TCP rail at X (iperf3 -P 2)|-|$X|GB/s|info|-|"
 row "raw TCP rail at X/4 (iperf3 -P 2)|-|$XQ|GB/s|info|-|"
