@@ -52,7 +52,6 @@ namespace rr::net {
 constexpr uint32_t kSendCommMagic = 0x53434f4du;  // "MOCS"
 constexpr uint32_t kRecvCommMagic = 0x52434f4du;
 constexpr uint32_t kListenCommMagic = 0x4c434f4du;
-constexpr int kMaxRails = 16;
 
 // Link events per local device, published by the link monitor (any thread) and polled by comms.
 struct RailSignals {
@@ -77,6 +76,7 @@ namespace rr::net {
 struct ConnConfig {
   Transport* transport = nullptr;
   const RailSignals* rails = nullptr;
+  RailLoad* loads = nullptr;  // per local device, shared by the context's send comms (null: private)
   rails::BoardWriter* board = nullptr;  // rail-health board (slot = local device index); may be null
   prof::NetEventEmitter* prof = nullptr;  // NCCL's profiler callback (plugin.h); null = no events
   int dev = -1;                           // NCCL device of a listen/recv comm (its IO spans' rail)
@@ -85,13 +85,17 @@ struct ConnConfig {
   size_t eager_pool = 1 << 20;      // bytes of eager copies a send comm may hold unacknowledged
   int streams = 2;
   Policy policy = Policy::kStripe;
-  uint64_t stall_ns = 500'000'000;
+  uint64_t stall_ns = 1'000'000'000;
   uint64_t heartbeat_ns = 200'000'000;
   uint64_t giveup_ns = 30'000'000'000;
   uint64_t connect_grace_ns = 1'000'000'000;  // how long connect waits for the primary before settling
   uint64_t backoff_min_ms = 100;
   uint64_t backoff_max_ms = 5000;
 };
+
+// How often a link's transport-level stall age is sampled: an eighth of RERAIL_STALL_MS (at least
+// 1 ms), so a black hole is caught within stall_ns * 9 / 8.
+inline uint64_t StallCheckNs(const ConnConfig& c) { return c.stall_ns / 8 > 1000000 ? c.stall_ns / 8 : 1000000; }
 
 // Connection life cycle (logged on every change).
 enum class ConnState : uint8_t {
@@ -185,6 +189,7 @@ class SendComm final : public Comm {
     uint64_t rail_gen = 0;
     uint64_t bytes = 0;
     uint64_t next_tcp_check_ns = 0;
+    uint32_t stall_ms = 0;  // the transport's stall age at the last check
   };
 
   bool Eligible(const TxLink& l) const;
@@ -250,6 +255,7 @@ class RecvComm final : public Comm {
     size_t out_done = 0;         // bytes of out.front() written
     uint64_t last_hb_ns = 0;
     uint64_t next_tcp_check_ns = 0;
+    uint32_t stall_ms = 0;  // the transport's stall age at the last check
   };
 
   void Attach(std::unique_ptr<Link> link);

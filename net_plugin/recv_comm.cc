@@ -250,15 +250,20 @@ Status RecvComm::FlushControl(uint64_t now, bool flush_acks) {
 }
 
 // The receiver's heartbeats are bytes in flight on every live link: if the peer's kernel stops
-// acknowledging them, the link is a black hole.
+// acknowledging them, the link is a black hole. The last live link is never dropped for a stall; it
+// only starts the give-up clock (Progress).
 void RecvComm::CheckStalls(uint64_t now) {
   for (size_t idx = 0; idx < links_.size(); ++idx) {
     RxLink& l = links_[idx];
-    if (!l.link || now < l.next_tcp_check_ns || LiveLinks() < 2) continue;  // never the last link
-    l.next_tcp_check_ns = now + cfg_.stall_ns / 4;
-    uint32_t age = l.link->UnackedAgeMs();
-    if (age * 1000000ull > cfg_.stall_ns) {
-      DropLink(static_cast<int>(idx), "stall: bytes unacknowledged for " + std::to_string(age) + " ms", false);
+    if (!l.link) {
+      l.stall_ms = 0;
+      continue;
+    }
+    if (now < l.next_tcp_check_ns) continue;
+    l.next_tcp_check_ns = now + StallCheckNs(cfg_);
+    l.stall_ms = l.link->StallMs(now);
+    if (l.stall_ms * 1000000ull > cfg_.stall_ns && LiveLinks() > 1) {
+      DropLink(static_cast<int>(idx), "stall: bytes unacknowledged for " + std::to_string(l.stall_ms) + " ms", false);
     }
   }
 }
@@ -296,8 +301,11 @@ Status RecvComm::Progress(bool idle_acks) {
   if (state_ != ConnState::kActive) return state_ == ConnState::kFailed ? failure_ : Status::Ok();
   RR_CHECK(FlushControl(now, idle_acks && !read_any));
   CheckStalls(now);
-  if (LiveLinks() == 0 && no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns &&
-      tracker_.completed_prefix() != tracker_.posted()) {
+  int working = 0;
+  for (const auto& l : links_) working += l.link && l.stall_ms * 1000000ull <= cfg_.stall_ns;
+  if (working > 0) no_link_since_ns_ = 0;
+  else if (no_link_since_ns_ == 0) no_link_since_ns_ = now;
+  if (working == 0 && now - no_link_since_ns_ > cfg_.giveup_ns && tracker_.completed_prefix() != tracker_.posted()) {
     return Fail(Code::kRemoteError, "no link from " + peer_ + " for RERAIL_GIVEUP_MS (" +
                                         std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
   }
