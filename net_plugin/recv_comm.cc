@@ -48,7 +48,26 @@ void RecvComm::Attach(std::unique_ptr<Link> link) {
   l.out.clear();
   l.out_done = 0;
   l.last_hb_ns = 0;  // answer at once: the sender re-admits the rail on the first frame it hears
+  l.rail_gen = RailGen(cfg_.rails, id.rail);
   no_link_since_ns_ = 0;
+}
+
+// A link-down event for the local rail of a link: drop it at once and tell the sender over a
+// survivor, so it re-sends within milliseconds instead of waiting for its stall watchdog (the
+// sender's host saw no event: the fault is on this side).
+void RecvComm::CheckRailEvents() {
+  if (cfg_.rails == nullptr) return;
+  for (size_t idx = 0; idx < links_.size(); ++idx) {
+    RxLink& l = links_[idx];
+    if (!l.link) continue;
+    int rail = l.link->identity().rail;
+    uint64_t gen = RailGen(cfg_.rails, rail);
+    if (gen == l.rail_gen) continue;
+    l.rail_gen = gen;
+    if (cfg_.rails->down[rail].load(std::memory_order_acquire)) {
+      DropLink(static_cast<int>(idx), "link-down event", false);
+    }
+  }
 }
 
 int RecvComm::LiveLinks() const {
@@ -300,6 +319,7 @@ Status RecvComm::Progress(bool idle_acks) {
   }
   if (state_ != ConnState::kActive) return state_ == ConnState::kFailed ? failure_ : Status::Ok();
   RR_CHECK(FlushControl(now, idle_acks && !read_any));
+  CheckRailEvents();
   CheckStalls(now);
   int working = 0;
   for (const auto& l : links_) working += l.link && l.stall_ms * 1000000ull <= cfg_.stall_ns;

@@ -142,6 +142,10 @@ TEST_F(NetFaults, LinkDownMidStreamLosesNothing) {
   ExpectBothClean(a, b);
   EXPECT_NE((a.log + b.log).find("rail rail1 to peer"), std::string::npos) << "a failover WARN names the rail\n"
                                                                           << a.log << b.log;
+  // Host 1 saw no event (the cable is on host 0's side): host 0's receiver tells host 1's sender at
+  // once, which re-sends without waiting for its stall watchdog (RERAIL_STALL_MS).
+  EXPECT_NE(b.log.find("failed (peer reported the link down)"), std::string::npos) << b.log;
+  EXPECT_EQ(b.log.find("stall:"), std::string::npos) << b.log;
 }
 
 // Small messages go eager (complete before the ack, re-sent from rerail's copy): a failure with eager
