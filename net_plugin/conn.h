@@ -16,16 +16,21 @@
 //     reply goes first and the ack waits off the critical path), with the next normal ack, or at once
 //     when 16 eager messages / half the eager pool are unacknowledged. Heartbeats carry it too. Every RERAIL_HEARTBEAT_MS
 //     it also sends a heartbeat (carrying the same cumulative ack) on every live link.
-//   * a link fails on a socket error, a link-down event for its rail, a peer notice, or a stall: the
-//     sender heard nothing on it for RERAIL_STALL_MS while another link was heard, or the transport
-//     reports bytes in flight unacknowledged for RERAIL_STALL_MS (black hole; checked on both sides,
-//     the receiver's heartbeats are its bytes in flight). Its epoch is
+//   * a link fails on a socket error, a link-down event for its local rail (either side: the receiver
+//     drops the link and tells the sender over a survivor, so the sender re-sends within
+//     milliseconds), a peer notice, or a stall: the transport reports bytes in flight whose
+//     acknowledgement has not advanced for RERAIL_STALL_MS (black hole; checked on both sides, the
+//     receiver's heartbeats are its bytes in flight). Only the peer's kernel is judged, never its
+//     application: NCCL leaves comms unpolled for seconds, and a receiver that does not post closes
+//     its window (nothing in flight). The last live link is never failed for a stall; no working link
+//     for RERAIL_GIVEUP_MS fails the connection. Its epoch is
 //     bumped, its unacknowledged chunks are re-queued on the survivors, the peer is told over a
 //     surviving link, and one WARN names rail, peer, reason and the bytes re-sent. The sender re-probes
 //     the rail with capped exponential back-off (RERAIL_FAILBACK_MIN_MS..MAX_MS, never giving up) and
 //     re-admits it when the peer answers on it.
 //   * the connection fails (test() returns kRemoteError) only when every link was closed by the peer
-//     at once (the peer process closed or died) or when no link has worked for RERAIL_GIVEUP_MS.
+//     at once (the peer process closed or died) or when no link has worked (usable and not stalled)
+//     for RERAIL_GIVEUP_MS.
 //
 // Threading: all I/O is driven from isend/irecv/test on the caller's thread (NCCL's progress thread),
 // including heartbeats, the stall watchdog and reconnection; a comm is never used by two threads at
@@ -52,7 +57,6 @@ namespace rr::net {
 constexpr uint32_t kSendCommMagic = 0x53434f4du;  // "MOCS"
 constexpr uint32_t kRecvCommMagic = 0x52434f4du;
 constexpr uint32_t kListenCommMagic = 0x4c434f4du;
-constexpr int kMaxRails = 16;
 
 // Link events per local device, published by the link monitor (any thread) and polled by comms.
 struct RailSignals {
@@ -77,6 +81,7 @@ namespace rr::net {
 struct ConnConfig {
   Transport* transport = nullptr;
   const RailSignals* rails = nullptr;
+  RailLoad* loads = nullptr;  // per local device, shared by the context's send comms (null: private)
   rails::BoardWriter* board = nullptr;  // rail-health board (slot = local device index); may be null
   prof::NetEventEmitter* prof = nullptr;  // NCCL's profiler callback (plugin.h); null = no events
   int dev = -1;                           // NCCL device of a listen/recv comm (its IO spans' rail)
@@ -85,13 +90,21 @@ struct ConnConfig {
   size_t eager_pool = 1 << 20;      // bytes of eager copies a send comm may hold unacknowledged
   int streams = 2;
   Policy policy = Policy::kStripe;
-  uint64_t stall_ns = 500'000'000;
+  uint64_t stall_ns = 1'000'000'000;
   uint64_t heartbeat_ns = 200'000'000;
   uint64_t giveup_ns = 30'000'000'000;
   uint64_t connect_grace_ns = 1'000'000'000;  // how long connect waits for the primary before settling
   uint64_t backoff_min_ms = 100;
   uint64_t backoff_max_ms = 5000;
 };
+
+inline uint64_t RailGen(const RailSignals* s, int rail) {
+  return s != nullptr && rail >= 0 && rail < kMaxRails ? s->gen[rail].load(std::memory_order_acquire) : 0;
+}
+
+// How often a link's transport-level stall age is sampled: an eighth of RERAIL_STALL_MS (at least
+// 1 ms), so a black hole is caught within stall_ns * 9 / 8.
+inline uint64_t StallCheckNs(const ConnConfig& c) { return c.stall_ns / 8 > 1000000 ? c.stall_ns / 8 : 1000000; }
 
 // Connection life cycle (logged on every change).
 enum class ConnState : uint8_t {
@@ -185,6 +198,7 @@ class SendComm final : public Comm {
     uint64_t rail_gen = 0;
     uint64_t bytes = 0;
     uint64_t next_tcp_check_ns = 0;
+    uint32_t stall_ms = 0;  // the transport's stall age at the last check
   };
 
   bool Eligible(const TxLink& l) const;
@@ -250,6 +264,8 @@ class RecvComm final : public Comm {
     size_t out_done = 0;         // bytes of out.front() written
     uint64_t last_hb_ns = 0;
     uint64_t next_tcp_check_ns = 0;
+    uint32_t stall_ms = 0;  // the transport's stall age at the last check
+    uint64_t rail_gen = 0;  // RailSignals generation of its local rail when last looked at
   };
 
   void Attach(std::unique_ptr<Link> link);
@@ -261,6 +277,7 @@ class RecvComm final : public Comm {
   Status FlushControl(uint64_t now, bool flush_acks);
   Status PollListener(uint64_t now);
   void CheckStalls(uint64_t now);
+  void CheckRailEvents();
   int LiveLinks() const;
 
   ConnConfig cfg_;

@@ -65,6 +65,7 @@ Status Plugin::FirstInit(int abi_version) {
   }
   cfg_.transport = transport_.get();
   cfg_.rails = &rails_;
+  cfg_.loads = loads_;
   cfg_.chunk = static_cast<uint32_t>(Params::Int(ParamId::ChunkSize));
   cfg_.eager_max = static_cast<size_t>(Params::Int(ParamId::EagerMax));
   cfg_.eager_pool = static_cast<size_t>(Params::Int(ParamId::EagerPool));

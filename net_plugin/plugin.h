@@ -79,6 +79,7 @@ class Plugin {
   std::unique_ptr<Transport> transport_;
   ConnConfig cfg_;
   RailSignals rails_;  // written by the link-monitor thread, read lock-free by comms
+  RailLoad loads_[kMaxRails];  // per-rail queue and bandwidth, shared by the send comms' schedulers
   std::unique_ptr<rails::LinkMonitor> monitor_;
   std::unique_ptr<rails::BoardWriter> board_;  // RERAIL_BOARD=1; slot i = device i
   std::unique_ptr<prof::NetEventEmitter> prof_;  // NCCL passed a profiler callback; else null

@@ -48,7 +48,26 @@ void RecvComm::Attach(std::unique_ptr<Link> link) {
   l.out.clear();
   l.out_done = 0;
   l.last_hb_ns = 0;  // answer at once: the sender re-admits the rail on the first frame it hears
+  l.rail_gen = RailGen(cfg_.rails, id.rail);
   no_link_since_ns_ = 0;
+}
+
+// A link-down event for the local rail of a link: drop it at once and tell the sender over a
+// survivor, so it re-sends within milliseconds instead of waiting for its stall watchdog (the
+// sender's host saw no event: the fault is on this side).
+void RecvComm::CheckRailEvents() {
+  if (cfg_.rails == nullptr) return;
+  for (size_t idx = 0; idx < links_.size(); ++idx) {
+    RxLink& l = links_[idx];
+    if (!l.link) continue;
+    int rail = l.link->identity().rail;
+    uint64_t gen = RailGen(cfg_.rails, rail);
+    if (gen == l.rail_gen) continue;
+    l.rail_gen = gen;
+    if (cfg_.rails->down[rail].load(std::memory_order_acquire)) {
+      DropLink(static_cast<int>(idx), "link-down event", false);
+    }
+  }
 }
 
 int RecvComm::LiveLinks() const {
@@ -250,15 +269,20 @@ Status RecvComm::FlushControl(uint64_t now, bool flush_acks) {
 }
 
 // The receiver's heartbeats are bytes in flight on every live link: if the peer's kernel stops
-// acknowledging them, the link is a black hole.
+// acknowledging them, the link is a black hole. The last live link is never dropped for a stall; it
+// only starts the give-up clock (Progress).
 void RecvComm::CheckStalls(uint64_t now) {
   for (size_t idx = 0; idx < links_.size(); ++idx) {
     RxLink& l = links_[idx];
-    if (!l.link || now < l.next_tcp_check_ns || LiveLinks() < 2) continue;  // never the last link
-    l.next_tcp_check_ns = now + cfg_.stall_ns / 4;
-    uint32_t age = l.link->UnackedAgeMs();
-    if (age * 1000000ull > cfg_.stall_ns) {
-      DropLink(static_cast<int>(idx), "stall: bytes unacknowledged for " + std::to_string(age) + " ms", false);
+    if (!l.link) {
+      l.stall_ms = 0;
+      continue;
+    }
+    if (now < l.next_tcp_check_ns) continue;
+    l.next_tcp_check_ns = now + StallCheckNs(cfg_);
+    l.stall_ms = l.link->StallMs(now);
+    if (l.stall_ms * 1000000ull > cfg_.stall_ns && LiveLinks() > 1) {
+      DropLink(static_cast<int>(idx), "stall: bytes unacknowledged for " + std::to_string(l.stall_ms) + " ms", false);
     }
   }
 }
@@ -295,9 +319,13 @@ Status RecvComm::Progress(bool idle_acks) {
   }
   if (state_ != ConnState::kActive) return state_ == ConnState::kFailed ? failure_ : Status::Ok();
   RR_CHECK(FlushControl(now, idle_acks && !read_any));
+  CheckRailEvents();
   CheckStalls(now);
-  if (LiveLinks() == 0 && no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns &&
-      tracker_.completed_prefix() != tracker_.posted()) {
+  int working = 0;
+  for (const auto& l : links_) working += l.link && l.stall_ms * 1000000ull <= cfg_.stall_ns;
+  if (working > 0) no_link_since_ns_ = 0;
+  else if (no_link_since_ns_ == 0) no_link_since_ns_ = now;
+  if (working == 0 && now - no_link_since_ns_ > cfg_.giveup_ns && tracker_.completed_prefix() != tracker_.posted()) {
     return Fail(Code::kRemoteError, "no link from " + peer_ + " for RERAIL_GIVEUP_MS (" +
                                         std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
   }

@@ -5,53 +5,72 @@
 
 namespace rr::net {
 
-void Scheduler::Reset(const std::vector<double>& nominal_bps) {
-  size_t n = nominal_bps.size();
-  bw_.resize(n);
-  for (size_t i = 0; i < n; ++i) bw_[i] = std::max(nominal_bps[i], 1e6) / 8e9;
-  queued_.assign(n, 0);
-  win_start_.assign(n, 0);
-  win_bytes_.assign(n, 0);
-  win_blocked_.assign(n, false);
+void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& nominal_bps, RailLoad* loads,
+                      size_t chunk) {
+  size_t n = devs.size();
+  if (loads == nullptr) {
+    private_ = std::make_unique<RailLoad[]>(kMaxRails);
+    loads = private_.get();
+  }
+  loads_ = loads;
+  devs_ = devs;
+  nominal_.resize(n);
+  for (size_t i = 0; i < n; ++i) nominal_[i] = std::max(nominal_bps[i], 1e6) / 8e9;
+  own_.assign(n, 0);
+  backlog_min_ = static_cast<int64_t>(chunk);
 }
 
-void Scheduler::Sample(int l, uint64_t now) {
-  if (win_start_[l] == 0) {
-    win_start_[l] = now;
+void Scheduler::OnQueued(int link, int64_t delta) {
+  own_[link] += delta;
+  int64_t now = load(link).queued.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (now < backlog_min_) load(link).backlogged.store(false, std::memory_order_relaxed);
+}
+
+void Scheduler::ClearQueued(int link) {
+  if (own_[link] != 0) OnQueued(link, -own_[link]);
+}
+
+void Scheduler::OnDelivered(int link, size_t bytes, uint64_t now) {
+  RailLoad& r = load(link);
+  std::lock_guard<std::mutex> g(r.mu);
+  if (r.win_start_ns == 0 || now < r.win_start_ns) {
+    r.win_start_ns = now;
+    r.win_bytes = 0;
+    r.backlogged.store(true, std::memory_order_relaxed);
     return;
   }
-  uint64_t span = now - win_start_[l];
+  r.win_bytes += bytes;
+  uint64_t span = now - r.win_start_ns;
   if (span < kSampleNs) return;
-  // Only a backlogged window measures the link; otherwise we measured our own demand.
-  if (win_blocked_[l]) {
-    double rate = static_cast<double>(win_bytes_[l]) / static_cast<double>(span);
-    bw_[l] = (1 - kAlpha) * bw_[l] + kAlpha * std::max(rate, 1e-6);
+  // Only a backlogged window measures the rail; otherwise it measured the demand.
+  if (r.backlogged.load(std::memory_order_relaxed)) {
+    double rate = std::max(static_cast<double>(r.win_bytes) / static_cast<double>(span), 1e-6);
+    double old = r.bw.load(std::memory_order_relaxed);
+    r.bw.store(old == 0 ? rate : (1 - kAlpha) * old + kAlpha * rate, std::memory_order_relaxed);
   }
-  win_start_[l] = now;
-  win_bytes_[l] = 0;
-  win_blocked_[l] = false;
+  r.win_start_ns = now;
+  r.win_bytes = 0;
+  r.backlogged.store(r.queued.load(std::memory_order_relaxed) >= backlog_min_, std::memory_order_relaxed);
 }
 
-void Scheduler::OnWritten(int l, size_t bytes, uint64_t now) {
-  win_bytes_[l] += bytes;
-  Sample(l, now);
+double Scheduler::Bw(int link) const {
+  double b = load(link).bw.load(std::memory_order_relaxed);
+  return b > 0 ? b : nominal_[link];
 }
 
-void Scheduler::OnBlocked(int l, uint64_t now) {
-  win_blocked_[l] = true;
-  Sample(l, now);
+double Scheduler::Ect(int link, size_t chunk) const {
+  double q = static_cast<double>(std::max<int64_t>(rail_queued(link), 0) + static_cast<int64_t>(chunk));
+  double t = q / Bw(link);
+  if (link != 0) t += kPrimaryBiasChunks * static_cast<double>(chunk) / Bw(link);
+  return t;
 }
 
-double Scheduler::Ect(int l, size_t chunk) const {
-  return static_cast<double>(std::max<int64_t>(queued_[l], 0) + static_cast<int64_t>(chunk)) / bw_[l];
-}
-
-bool Scheduler::Admit(int l, const std::vector<bool>& eligible, size_t chunk) const {
+bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk) const {
   double best = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < bw_.size(); ++i) {
+  for (size_t i = 0; i < devs_.size(); ++i) {
     if (eligible[i]) best = std::min(best, Ect(static_cast<int>(i), chunk));
   }
-  return Ect(l, chunk) <= best + kSlackNs;
+  return Ect(link, chunk) <= best + 0.5 * static_cast<double>(chunk) / Bw(link);
 }
 
 }  // namespace rr::net

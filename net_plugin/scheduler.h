@@ -1,50 +1,80 @@
-// rerail — which link gets the next chunk: expected completion time over an EWMA bandwidth estimate.
+// rerail — which link gets the next chunk: expected completion time over measured rail bandwidth.
 //
 // Streams pull work when their socket can take bytes; before a chunk is handed to a link the
 // scheduler checks that the link is (nearly) the one where it would complete first:
-//   ect(l) = (queued(l) + chunk) / bw(l)       queued = bytes handed to l and not yet acknowledged
-// and admits it only if ect(l) ≤ min over eligible links of ect + kSlack. Over time every link's share
-// of the in-flight bytes follows its bandwidth, so a message finishes on all rails at about the same
-// time (a slow rail gets a proportionally small share instead of an equal one).
+//   ect(l) = (queued(rail of l) + chunk) / bw(rail of l)  [+ bias when l is not the comm's primary]
+// and admits it only if ect(l) <= min over eligible links of ect + half a chunk's time on l (slack).
+//   * queued(rail) counts the bytes that EVERY send comm of the process handed to that rail and that
+//     are not acknowledged yet (RailLoad, shared through the plugin context), so comms that share a
+//     rail see each other's load and a rail carrying another channel's primary traffic looks busy.
+//   * The primary bias (kPrimaryBiasChunks chunks' time on the other link) keeps a comm on the
+//     NCCL device's rail while the rails are evenly loaded — NCCL already spreads channels over
+//     NICs, and moving chunks between equally busy rails only adds head-of-line waits — and spills
+//     to other rails as soon as they would finish sooner: a slow, congested or failed primary.
+//   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the rail's bytes were acknowledged,
+//     sampled over kSampleNs windows in which the rail stayed backlogged (at least one chunk queued
+//     throughout); windows limited by demand are not samples. Until the first sample the device's
+//     nominal speed is used. Shared per rail like queued, so every comm learns from all traffic.
+// Over time every rail's share follows its bandwidth, so a message finishes on all rails at about the
+// same time (a slow rail gets a proportionally small share instead of an equal one), and a healed
+// rail is used again at once: its queue is empty and its estimate survives the failure.
 //
-// bw(l) is an EWMA (weight kAlpha) of the rate the link's sockets accepted bytes, sampled over
-// kSampleNs windows in which the link was backlogged (a write hit EAGAIN); windows limited by
-// demand are not samples. Starts at the device's nominal speed.
-//
-// Thread-safety: none; owned by one SendComm.
+// Thread-safety: a Scheduler belongs to one SendComm (one thread at a time); RailLoad is shared by
+// comms that NCCL may drive from different proxy threads (atomics, a mutex around the sampler).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace rr::net {
 
+constexpr int kMaxRails = 16;
+
+// Load and bandwidth of one local rail, shared by every send comm of a plugin context.
+struct RailLoad {
+  std::atomic<int64_t> queued{0};     // bytes handed to the rail's links, not yet acknowledged
+  std::atomic<double> bw{0};          // bytes/ns measured; 0 until the first sample
+  std::atomic<bool> backlogged{true};  // the current sampling window stayed backlogged so far
+  std::mutex mu;                      // guards the window below
+  uint64_t win_start_ns = 0;
+  uint64_t win_bytes = 0;
+};
+
 class Scheduler {
  public:
   static constexpr double kAlpha = 0.25;
-  static constexpr uint64_t kSampleNs = 5'000'000;  // 5 ms
-  static constexpr double kSlackNs = 2'000'000;     // 2 ms of tolerance between links
+  static constexpr uint64_t kSampleNs = 50'000'000;  // 50 ms
+  static constexpr int kPrimaryBiasChunks = 1;
 
-  // nominal_bps: one entry per link (bits/s).
-  void Reset(const std::vector<double>& nominal_bps);
-  void OnWritten(int link, size_t bytes, uint64_t now_ns);
-  void OnBlocked(int link, uint64_t now_ns);  // a write of this link hit a full socket
-  void OnQueued(int link, int64_t delta) { queued_[link] += delta; }
-  void ClearQueued(int link) { queued_[link] = 0; }
-  // eligible[i]: link i may carry data at all (healthy, allowed by policy).
+  // Per link: its local device (index into `loads`) and nominal speed (bits/s). `loads` is the
+  // plugin context's table (kMaxRails entries); nullptr gives the scheduler a private one (tests).
+  void Reset(const std::vector<int>& devs, const std::vector<double>& nominal_bps, RailLoad* loads, size_t chunk);
+  // Bytes handed to (+) or taken back from (-) a link: acknowledged or re-queued elsewhere.
+  void OnQueued(int link, int64_t delta);
+  void ClearQueued(int link);  // the link failed: everything it held is taken back
+  // Bytes of `link` the receiver acknowledged at `now_ns` (after the matching OnQueued(-bytes)).
+  void OnDelivered(int link, size_t bytes, uint64_t now_ns);
+  // eligible[i]: link i may carry data at all (healthy, allowed by policy). Link 0 is the primary.
   bool Admit(int link, const std::vector<bool>& eligible, size_t chunk) const;
-  double BandwidthBps(int link) const { return bw_[link] * 8e9; }
-  int64_t queued(int link) const { return queued_[link]; }
+  double BandwidthBps(int link) const { return Bw(link) * 8e9; }
+  int64_t queued(int link) const { return own_[link]; }
+  int64_t rail_queued(int link) const { return load(link).queued.load(std::memory_order_relaxed); }
 
  private:
+  RailLoad& load(int link) const { return loads_[devs_[link]]; }
+  double Bw(int link) const;
   double Ect(int link, size_t chunk) const;
-  void Sample(int link, uint64_t now_ns);
 
-  std::vector<double> bw_;  // bytes per ns
-  std::vector<int64_t> queued_;
-  std::vector<uint64_t> win_start_, win_bytes_;
-  std::vector<bool> win_blocked_;
+  RailLoad* loads_ = nullptr;
+  std::unique_ptr<RailLoad[]> private_;  // when Reset got no shared table
+  std::vector<int> devs_;
+  std::vector<double> nominal_;  // bytes per ns
+  std::vector<int64_t> own_;     // this comm's share of each rail's queued bytes
+  int64_t backlog_min_ = 1;      // a rail with fewer queued bytes is not backlogged
 };
 
 }  // namespace rr::net

@@ -54,8 +54,12 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
   conn_id_ = conn_id;
   setup_start_ns_ = NowNs();
   std::vector<double> nominal;
-  for (const auto& p : plan) nominal.push_back(cfg_.transport->Device(p.local_dev).speed_mbps * 1e6);
-  sched_.Reset(nominal);
+  std::vector<int> devs;
+  for (const auto& p : plan) {
+    nominal.push_back(cfg_.transport->Device(p.local_dev).speed_mbps * 1e6);
+    devs.push_back(p.local_dev);
+  }
+  sched_.Reset(devs, nominal, cfg_.loads, cfg_.chunk);
   eligible_.assign(plan.size(), false);
   for (size_t i = 0; i < plan.size(); ++i) {
     TxLink& l = links_[i];
@@ -84,6 +88,7 @@ SendComm::~SendComm() {
     RR_INFO(log::kFlagNet, "conn %016lx closed with %zu eager bytes unacknowledged", static_cast<unsigned long>(conn_id_),
             eager_bytes_);
   }
+  for (size_t i = 0; i < links_.size(); ++i) sched_.ClearQueued(static_cast<int>(i));  // the rails' shared load
 }
 
 void SendComm::StartConnect(TxLink& l) {
@@ -255,18 +260,13 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
     size_t n = 0;
     int err = 0;
     IoState st = l.link->Writev(i, iov, cnt, &n, &err);
-    int idx = static_cast<int>(&l - links_.data());
-    if (st == IoState::kAgain) {
-      sched_.OnBlocked(idx, NowNs());
-      return Status::Ok();
-    }
+    if (st == IoState::kAgain) return Status::Ok();
     if (st != IoState::kOk) {
       FailLink(l, std::string("send failed: ") + (st == IoState::kClosed ? "closed" : strerror(err)),
                err == ECONNRESET || err == EPIPE);
       return Status::Ok();
     }
     *progressed = true;
-    sched_.OnWritten(idx, n, NowNs());
     if (cfg_.board) cfg_.board->AddBytes(l.plan.local_dev, n, 0);
     l.bytes += n;
     s.done += n;
@@ -294,12 +294,16 @@ void SendComm::OnAck(uint64_t ack) {
     m.req = nullptr;
     if (m.eager) eager_bytes_ -= m.size, m.eager = false;
   }
+  uint64_t now = NowNs();
   for (size_t i = 0; i < links_.size(); ++i) {
     auto& q = links_[i].inflight;
+    size_t delivered = 0;
     while (!q.empty() && q.front().seq < acked_) {
       sched_.OnQueued(static_cast<int>(i), -static_cast<int64_t>(q.front().len));
+      delivered += q.front().len;
       q.pop_front();
     }
+    if (delivered > 0) sched_.OnDelivered(static_cast<int>(i), delivered, now);
   }
 }
 
@@ -375,7 +379,6 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
   l.backoff_ms = std::min(l.backoff_ms * 2, cfg_.backoff_max_ms);
   if (peer_closed) ++peer_closed_links_;
   int live = LiveLinks();
-  if (live == 0 && no_link_since_ns_ == 0) no_link_since_ns_ = now;
   bool orderly = peer_closed && acked_ == next_seq_;
   if (cfg_.board && !orderly) {
     cfg_.board->AddRetransmit(l.plan.local_dev, chunks, bytes);
@@ -425,10 +428,6 @@ void SendComm::PostRetransmit(int to_link) {
 }
 
 Status SendComm::Watchdog(uint64_t now) {
-  uint64_t newest_heard = 0;
-  for (const auto& l : links_) {
-    if (l.fsm.usable()) newest_heard = std::max(newest_heard, l.last_heard_ns);
-  }
   for (size_t i = 0; i < links_.size(); ++i) {
     TxLink& l = links_[i];
     if (cfg_.rails) {
@@ -440,20 +439,18 @@ Status SendComm::Watchdog(uint64_t now) {
         else if (l.fsm.state() == LinkState::kFailed) l.retry_at_ns = now, l.backoff_ms = cfg_.backoff_min_ms;
       }
     }
-    // Silent while a sibling link was heard recently: a black hole (a receiver that is simply not
-    // polling silences every link alike and triggers nothing).
-    if (l.fsm.usable() && now - l.last_heard_ns > cfg_.stall_ns && newest_heard > l.last_heard_ns &&
-        now - newest_heard < cfg_.stall_ns) {
-      FailLink(l, "stall: nothing heard for " + std::to_string((now - l.last_heard_ns) / 1000000) + " ms", false);
-    }
-    // The kernel's view: bytes in flight with no TCP ack for RERAIL_STALL_MS. Only with a live sibling:
-    // a receiver that stops draining its socket (zero window, receive-queue pruning under memory
-    // pressure) looks the same on a lone link, and killing the only link would fail the connection.
-    if (l.fsm.usable() && l.link && now >= l.next_tcp_check_ns && now - newest_heard < cfg_.stall_ns &&
-        LiveLinks() > 1) {
-      l.next_tcp_check_ns = now + cfg_.stall_ns / 4;
-      uint32_t age = l.link->UnackedAgeMs();
-      if (age * 1000000ull > cfg_.stall_ns) FailLink(l, "stall: bytes unacknowledged for " + std::to_string(age) + " ms", false);
+    // Black hole: bytes in flight whose TCP acknowledgement has not advanced for RERAIL_STALL_MS. The
+    // peer's kernel answers, not its application, so a peer that is busy, idle or not posting
+    // receives (zero window: nothing in flight) never trips it, nor does a comm NCCL left unpolled.
+    // The last usable link is never failed for a stall; it only starts the give-up clock.
+    if (!l.fsm.usable() || !l.link) {
+      l.stall_ms = 0;
+    } else if (now >= l.next_tcp_check_ns) {
+      l.next_tcp_check_ns = now + StallCheckNs(cfg_);
+      l.stall_ms = l.link->StallMs(now);
+      if (l.stall_ms * 1000000ull > cfg_.stall_ns && LiveLinks() > 1) {
+        FailLink(l, "stall: bytes unacknowledged for " + std::to_string(l.stall_ms) + " ms", false);
+      }
     }
     if (l.fsm.state() == LinkState::kFailed && !l.connector && now >= l.retry_at_ns &&
         !(cfg_.rails && cfg_.rails->down[l.plan.local_dev].load(std::memory_order_relaxed))) {
@@ -471,9 +468,16 @@ Status SendComm::Watchdog(uint64_t now) {
     }
   }
   int live = LiveLinks();
+  int working = 0;
+  for (const auto& l : links_) working += l.fsm.usable() && l.stall_ms * 1000000ull <= cfg_.stall_ns;
+  if (working > 0) no_link_since_ns_ = 0;
+  else if (no_link_since_ns_ == 0) no_link_since_ns_ = now;
   if (live > 0) {
-    no_link_since_ns_ = 0;
     peer_closed_links_ = 0;
+    if (working == 0 && now - no_link_since_ns_ > cfg_.giveup_ns) {
+      return Fail(Code::kRemoteError, "no progress on any link to " + links_[0].plan.remote.ToString() +
+                                          " for RERAIL_GIVEUP_MS (" + std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
+    }
     return Status::Ok();
   }
   if (peer_closed_links_ >= static_cast<int>(links_.size()) || (links_.size() == 1 && peer_closed_links_ > 0)) {

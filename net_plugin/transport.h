@@ -65,10 +65,12 @@ class Link {
   virtual IoState Read(int stream, void* buf, size_t len, size_t* n, int* err) = 0;
   // "rail eth1 10.0.1.2:40112->10.0.1.1:5000 (2 streams)"
   virtual std::string Describe() const = 0;
-  // Transport-level liveness: the longest time (ms) any stream has had bytes in flight without the
-  // peer acknowledging anything; 0 when nothing is in flight. A slow but alive peer keeps this near
-  // zero (its kernel acks, even a zero window is an ack); a black hole makes it grow.
-  virtual uint32_t UnackedAgeMs() const = 0;
+  // Transport-level liveness, judged by the peer's kernel and not its application: the longest time
+  // (ms) any stream has had bytes in flight while its cumulative acknowledgement did not advance, as
+  // seen by successive calls (call it periodically; the first call after an idle spell returns ~0).
+  // 0 when nothing is in flight. A slow but alive peer keeps it near zero (its kernel acks; a zero
+  // window leaves nothing in flight); a black hole makes it grow.
+  virtual uint32_t StallMs(uint64_t now_ns) = 0;
 };
 
 class Listener {

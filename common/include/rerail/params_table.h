@@ -28,8 +28,8 @@
   /* resilience */                                                                                         \
   RR_PARAM(Policy, "POLICY", kEnum, "auto", "", "auto|stripe|failover",                                    \
            "stripe: use every healthy rail; failover: primary rail only while healthy; auto: stripe on TCP, failover on IB") \
-  RR_PARAM(StallMs, "STALL_MS", kInt, "500", "ms", "10:600000",                                            \
-           "A link with bytes pending and no progress for this long is probed and failed if the probe times out") \
+  RR_PARAM(StallMs, "STALL_MS", kInt, "1000", "ms", "10:600000",                                            \
+           "A link whose bytes in flight get no TCP acknowledgement for this long is failed (black hole)") \
   RR_PARAM(HeartbeatMs, "HEARTBEAT_MS", kInt, "200", "ms", "10:60000", "Heartbeat interval on idle links")   \
   RR_PARAM(GiveupMs, "GIVEUP_MS", kInt, "30000", "ms", "100:86400000",                                     \
            "test() returns an error only when no link to the peer has worked for this long")                   \

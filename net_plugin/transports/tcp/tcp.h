@@ -33,6 +33,15 @@ Status DiscoverTcpDevices(const std::string& filter, std::vector<DeviceInfo>* ou
 // Applies the per-stream socket options of `cfg` to a connected socket.
 Status TuneStream(int fd, const TcpConfig& cfg);
 
+// What the kernel says about a stream's send side (TCP_INFO).
+struct TcpProgress {
+  uint32_t unacked = 0;           // segments in flight, not yet acknowledged
+  uint64_t bytes_acked = 0;       // cumulative bytes the peer acknowledged (snd_una progress)
+  uint32_t last_ack_recv_ms = 0;  // since the last ACK segment arrived (any ACK, even a duplicate)
+};
+// False when TCP_INFO fails or the kernel lacks tcpi_bytes_acked.
+bool ReadTcpProgress(int fd, TcpProgress* out);
+
 // An established link: owns its stream descriptors.
 class TcpLink final : public Link {
  public:
@@ -43,10 +52,15 @@ class TcpLink final : public Link {
   IoState Writev(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) override;
   IoState Read(int stream, void* buf, size_t len, size_t* n, int* err) override;
   std::string Describe() const override { return desc_; }
-  uint32_t UnackedAgeMs() const override;
+  uint32_t StallMs(uint64_t now_ns) override;
 
  private:
+  struct Progress {
+    uint64_t bytes_acked = 0;
+    uint64_t since_ns = 0;  // 0: nothing in flight at the last look; else when acks last advanced
+  };
   std::vector<int> fds_;
+  std::vector<Progress> progress_;
   LinkIdentity id_;
   std::string desc_;
 };

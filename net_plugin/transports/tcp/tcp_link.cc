@@ -51,15 +51,22 @@ IoState TcpLink::Read(int stream, void* buf, size_t len, size_t* n, int* err) {
   }
 }
 
-uint32_t TcpLink::UnackedAgeMs() const {
-  uint32_t worst = 0;
-  for (int fd : fds_) {
-    tcp_info ti{};
-    socklen_t len = sizeof(ti);
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) continue;
-    if (ti.tcpi_unacked > 0) worst = std::max(worst, ti.tcpi_last_ack_recv);
+uint32_t TcpLink::StallMs(uint64_t now_ns) {
+  if (progress_.size() != fds_.size()) progress_.assign(fds_.size(), Progress{});
+  uint64_t worst = 0;
+  for (size_t i = 0; i < fds_.size(); ++i) {
+    TcpProgress tp;
+    if (!ReadTcpProgress(fds_[i], &tp)) continue;
+    Progress& p = progress_[i];
+    if (tp.unacked == 0) {
+      p.since_ns = 0;
+    } else if (p.since_ns == 0 || tp.bytes_acked != p.bytes_acked) {
+      p.since_ns = now_ns;  // first look at these bytes in flight, or the ack point moved
+    }
+    p.bytes_acked = tp.bytes_acked;
+    if (p.since_ns != 0) worst = std::max(worst, now_ns - p.since_ns);
   }
-  return worst;
+  return static_cast<uint32_t>(worst / 1000000);
 }
 
 void MakeHello(const LinkIdentity& id, int stream, Hello* h) {

@@ -4,6 +4,8 @@
 // a 0-byte message. Prints one RESULT line. Run inside a host namespace by test_net_faults.
 //
 //   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
+// Env FAULT_PEER_PAUSE=AT_MS:LEN_MS: at AT_MS the peer stops calling the plugin for LEN_MS (NCCL
+// leaving a comm unpolled), then carries on.
 #include <sched.h>
 #include <unistd.h>
 
@@ -89,8 +91,11 @@ int main(int argc, char** argv) {
   bool send_done = false, recv_done = false, term_posted = false;
   uint64_t t0 = rr::NowMs(), last_recv = 0, first_recv = 0, first_err = 0;
   rr::Deadline hard = rr::Deadline::AfterMs(duration_ms + 60000);
+  uint64_t pause_at = 0, pause_ms = 0;
+  if (const char* pz = getenv("FAULT_PEER_PAUSE")) sscanf(pz, "%" SCNu64 ":%" SCNu64, &pause_at, &pause_ms);
   while (!(send_done && recv_done)) {
     if (hard.Expired()) { st.hang = true; break; }
+    if (pause_ms > 0 && rr::NowMs() - t0 >= pause_at) usleep(pause_ms * 1000), pause_ms = 0;
     bool idle = true;
     bool stop_sending = rr::NowMs() - t0 >= duration_ms;
     // send side

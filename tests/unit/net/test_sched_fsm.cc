@@ -24,54 +24,77 @@ TEST(LinkFsm, FollowsTheTableAndRefusesTheRest) {
   EXPECT_STREQ(LinkStateName(f.state()), "healthy");
 }
 
-TEST(Scheduler, EqualLinksAreAllAdmitted) {
+TEST(Scheduler, EvenlyLoadedRailsKeepThePrimary) {
   Scheduler s;
-  s.Reset({10e9, 10e9, 10e9});
+  s.Reset({0, 1, 2}, {10e9, 10e9, 10e9}, nullptr, 131072);
   std::vector<bool> all{true, true, true};
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(s.Admit(i, all, 131072));
+  EXPECT_TRUE(s.Admit(0, all, 131072));
+  EXPECT_FALSE(s.Admit(1, all, 131072)) << "equal queues: the primary wins (bias)";
   s.OnQueued(0, 4 << 20);
-  EXPECT_TRUE(s.Admit(1, all, 131072));
+  EXPECT_TRUE(s.Admit(1, all, 131072)) << "4 MiB behind on the primary: spill";
+  EXPECT_TRUE(s.Admit(2, all, 131072));
   EXPECT_FALSE(s.Admit(0, all, 131072)) << "4 MiB queued at 10 Gb/s is 3.4 ms behind the others";
   s.OnQueued(0, -(4 << 20));
   EXPECT_TRUE(s.Admit(0, all, 131072));
+  EXPECT_EQ(s.queued(0), 0);
 }
 
 TEST(Scheduler, IneligibleLinksDoNotBlockOthers) {
   Scheduler s;
-  s.Reset({10e9, 10e9});
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr, 131072);
   s.OnQueued(1, 64 << 20);
   EXPECT_FALSE(s.Admit(1, {true, true}, 131072));
   EXPECT_TRUE(s.Admit(1, {false, true}, 131072)) << "the only eligible link is always admitted";
   s.ClearQueued(1);
   EXPECT_EQ(s.queued(1), 0);
+  EXPECT_EQ(s.rail_queued(1), 0);
 }
 
-TEST(Scheduler, BackloggedSamplesLearnASlowLink) {
+TEST(Scheduler, CommsSharingARailSeeEachOthersLoad) {
+  RailLoad loads[kMaxRails];
+  Scheduler a, b;
+  a.Reset({0, 1}, {10e9, 10e9}, loads, 131072);  // a's primary is rail 0
+  b.Reset({1, 0}, {10e9, 10e9}, loads, 131072);  // b's primary is rail 1
+  a.OnQueued(0, 8 << 20);                          // a is busy on rail 0
+  EXPECT_EQ(b.rail_queued(1), 8 << 20) << "b's link 1 runs on rail 0";
+  EXPECT_TRUE(b.Admit(0, {true, true}, 131072));
+  EXPECT_FALSE(b.Admit(1, {true, true}, 131072)) << "rail 0 is 8 MiB behind: b keeps off it";
+  a.ClearQueued(0);
+  EXPECT_EQ(loads[0].queued.load(), 0);
+}
+
+TEST(Scheduler, BackloggedSamplesLearnASlowRail) {
   Scheduler s;
-  s.Reset({10e9, 10e9});
-  // Link 1 accepts 100 KB per 5 ms while backlogged (160 Mb/s); link 0 stays nominal.
-  uint64_t t = 1'000'000'000;
-  s.OnWritten(1, 0, t);
-  for (int i = 0; i < 40; ++i) {
-    s.OnBlocked(1, t + 1);
-    t += Scheduler::kSampleNs;
-    s.OnWritten(1, 100000, t);
-  }
-  EXPECT_LT(s.BandwidthBps(1), 0.5e9);
-  EXPECT_GT(s.BandwidthBps(1), 0.1e9);
-  // Equal queues: the slow link would finish much later, so it is not admitted.
-  s.OnQueued(0, 1 << 20);
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr, 131072);
+  // Rail 1 stays backlogged (1 MiB queued) and delivers 100 KB per 10 ms (80 Mb/s).
   s.OnQueued(1, 1 << 20);
+  uint64_t t = 1'000'000'000;
+  s.OnDelivered(1, 0, t);
+  for (int i = 0; i < 200; ++i) {
+    t += 10'000'000;
+    s.OnQueued(1, 100000);
+    s.OnQueued(1, -100000);
+    s.OnDelivered(1, 100000, t);
+  }
+  EXPECT_LT(s.BandwidthBps(1), 0.1e9);
+  EXPECT_GT(s.BandwidthBps(1), 0.06e9);
+  EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6) << "rail 0 was never sampled: nominal";
+  // Rail 0 has as much queued but is 100x faster: rail 1 gets nothing more.
+  s.OnQueued(0, 1 << 20);
   EXPECT_TRUE(s.Admit(0, {true, true}, 131072));
   EXPECT_FALSE(s.Admit(1, {true, true}, 131072));
 }
 
 TEST(Scheduler, DemandLimitedWindowsAreNotSamples) {
   Scheduler s;
-  s.Reset({10e9});
+  s.Reset({0}, {10e9}, nullptr, 131072);
   uint64_t t = 1'000'000'000;
-  s.OnWritten(0, 0, t);
-  for (int i = 0; i < 40; ++i) s.OnWritten(0, 10, t += Scheduler::kSampleNs);  // trickle, never blocked
+  s.OnDelivered(0, 0, t);
+  for (int i = 0; i < 40; ++i) {  // one small chunk at a time: the queue drains to zero each time
+    s.OnQueued(0, 4096);
+    s.OnQueued(0, -4096);
+    s.OnDelivered(0, 4096, t += 10'000'000);
+  }
   EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6);
 }
 

@@ -1,0 +1,24 @@
+// rerail — the kernel's view of one TCP stream (TCP_INFO), read with the UAPI layout of <linux/tcp.h>
+// (glibc's <netinet/tcp.h> stops before tcpi_bytes_acked). Kept in its own file because the two
+// headers cannot be included together.
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "tcp.h"
+
+namespace rr::net::tcp {
+
+bool ReadTcpProgress(int fd, TcpProgress* out) {
+  tcp_info ti{};
+  socklen_t len = sizeof(ti);
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return false;
+  // tcpi_bytes_acked exists since Linux 4.1; an older kernel returns a shorter struct.
+  if (len < offsetof(tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked)) return false;
+  out->unacked = ti.tcpi_unacked;
+  out->bytes_acked = ti.tcpi_bytes_acked;
+  out->last_ack_recv_ms = ti.tcpi_last_ack_recv;
+  return true;
+}
+
+}  // namespace rr::net::tcp
