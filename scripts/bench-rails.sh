@@ -15,10 +15,10 @@
 # (scripts/rails-report.py) and a final summary table: figure, measured, target, ratio, PASS/FAIL.
 # Figures measured on a shared or small machine are noisy; run it on an idle one.
 #
-# Usage: sudo scripts/bench-rails.sh [--quick]      (--quick: shorter runs, about 3 minutes)
+# Usage: sudo scripts/bench-rails.sh [--quick]      (about 7 minutes; --quick: shorter runs, about 2.5)
 # Env: BENCH_RATE (X, tc syntax with a unit: kbit, mbit or gbit; default 200mbit), BENCH_SOAK_S
 #      (soak seconds; default 60, --quick 10), BENCH_POLICIES (default "stripe failover"),
-#      BENCH_SIZE (message size; default 64M), BENCH_ITERS (timed iterations; default 5, --quick 2),
+#      BENCH_SIZE (message size; default 64M, --quick 32M), BENCH_ITERS (timed iterations; default 5, --quick 2),
 #      BENCH_FAULT_S (seconds of each timed loop of the fault runs; default 10, --quick 5),
 #      BENCH_FAULT_AT (fault time in s after start; default 3), BENCH_OUT (outputs; default
 #      bench-out), BUILD_DIR (default build), RERAIL_NETNS_PREFIX (simulated hosts; default rrbh).
@@ -46,13 +46,12 @@ fi
 export RERAIL_NETNS_PREFIX=${RERAIL_NETNS_PREFIX:-rrbh}
 RATE=${BENCH_RATE:-200mbit}
 POLICIES=${BENCH_POLICIES:-stripe failover}
-SIZE=${BENCH_SIZE:-64M}
 OUT=${BENCH_OUT:-bench-out}
 FAULT_AT=${BENCH_FAULT_AT:-3}
 if [ "$QUICK" = 1 ]; then
-  SOAK=${BENCH_SOAK_S:-10} ITERS=${BENCH_ITERS:-2} FAULT_S=${BENCH_FAULT_S:-5} IPERF_S=2
+  SOAK=${BENCH_SOAK_S:-10} ITERS=${BENCH_ITERS:-2} FAULT_S=${BENCH_FAULT_S:-5} IPERF_S=2 SIZE=${BENCH_SIZE:-32M}
 else
-  SOAK=${BENCH_SOAK_S:-60} ITERS=${BENCH_ITERS:-5} FAULT_S=${BENCH_FAULT_S:-10} IPERF_S=5
+  SOAK=${BENCH_SOAK_S:-60} ITERS=${BENCH_ITERS:-5} FAULT_S=${BENCH_FAULT_S:-10} IPERF_S=5 SIZE=${BENCH_SIZE:-64M}
 fi
 BUILD_DIR=${BUILD_DIR:-build}
 PERF=$BUILD_DIR/tools/rerail-perf/rerail-perf
@@ -214,7 +213,7 @@ for pol in $POLICIES; do
     rec=$(fig fault_recovery_s "$OUT/$name.report")
     fault_after_gbps=$(fig fault_after_gbps "$OUT/$name.report")
     fault_stall_s=$(fig fault_stall_s "$OUT/$name.report")
-    [ "$rec" = "-1.0000" ] && rec=never
+    case "$rec" in -1|-1.0000) rec=never ;; esac
     if [ "$kind" = down ]; then
       row "link down: time to >= 0.95 x 3X|$pol|$rec|s|<=|1|"
       row "link down: mean from fault+1s vs 3X|$pol|$fault_after_gbps|GB/s|>= 0.95 x|$(awk -v x="$X" 'BEGIN { print 3 * x }')|"

@@ -161,14 +161,14 @@ def analyse(bin_s, series_name, totals, events, meta, a):
 def recovery(s, fault, end, a):
     """Seconds from the fault to the first window of --window-s with mean >= target; -1 if none."""
     if a.target is None:
-        return -1
+        return -1.0
     width = max(1, int(round(a.window_s / s.bin_s)))
     for i in s.bins(fault, end):
         if i + width > len(s.v) or (i + width) * s.bin_s > end + 1e-9:
             break
         if sum(s.v[i:i + width]) / width >= a.target:
             return max(0.0, i * s.bin_s - fault)
-    return -1
+    return -1.0
 
 
 def main():
