@@ -82,6 +82,7 @@ void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
   RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) down: %s", static_cast<unsigned long>(conn_id_), idx,
           l.link->Describe().c_str(), why.c_str());
   int rail = l.link->identity().rail;
+  std::string desc = l.link->Describe();
   l.link.reset();
   l.rx.clear();
   l.out.clear();
@@ -100,8 +101,8 @@ void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
     return;
   }
   if (!peer_closed) {
-    RR_WARN("conn %016lx: link %d to %s failed (%s); %d link(s) left, the sender re-sends its chunks",
-            static_cast<unsigned long>(conn_id_), idx, peer_.c_str(), why.c_str(), live);
+    RR_WARN("conn %016lx: link %d (%s) failed (%s); %d link(s) left, the sender re-sends its chunks",
+            static_cast<unsigned long>(conn_id_), idx, desc.c_str(), why.c_str(), live);
     if (cfg_.prof) {
       // The receiver re-sends nothing (bytes 0) and does not pick the survivor (toRail -1).
       auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, rail, why.rfind("stall", 0) == 0 ? "stall" : why.c_str());

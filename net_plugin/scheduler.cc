@@ -61,7 +61,9 @@ double Scheduler::Bw(int link) const {
 double Scheduler::Ect(int link, size_t chunk) const {
   double q = static_cast<double>(std::max<int64_t>(rail_queued(link), 0) + static_cast<int64_t>(chunk));
   double t = q / Bw(link);
-  if (link != 0) t += kPrimaryBiasChunks * static_cast<double>(chunk) / Bw(link);
+  // Off the primary only when the primary is measurably slower than this rail (slow, congested,
+  // narrower NIC); between rails of about the same speed, moving chunks only adds head-of-line waits.
+  if (link != 0 && Bw(0) >= kSameSpeed * Bw(link)) t += kPrimaryBiasChunks * static_cast<double>(chunk) / Bw(link);
   return t;
 }
 

@@ -7,10 +7,12 @@
 //   * queued(rail) counts the bytes that EVERY send comm of the process handed to that rail and that
 //     are not acknowledged yet (RailLoad, shared through the plugin context), so comms that share a
 //     rail see each other's load and a rail carrying another channel's primary traffic looks busy.
-//   * The primary bias (kPrimaryBiasChunks chunks' time on the other link) keeps a comm on the
-//     NCCL device's rail while the rails are evenly loaded — NCCL already spreads channels over
-//     NICs, and moving chunks between equally busy rails only adds head-of-line waits — and spills
-//     to other rails as soon as they would finish sooner: a slow, congested or failed primary.
+//   * The primary bias (kPrimaryBiasChunks chunks' time on the other link, applied while the primary's
+//     measured bandwidth is at least kSameSpeed of the other rail's) keeps a comm on the NCCL device's
+//     rail while the rails are about equally fast — NCCL already spreads channels over NICs, and
+//     moving chunks between equally fast rails only adds head-of-line waits (measured: ~10 % less
+//     all_reduce busbw) — and spills to other rails by expected completion time as soon as the
+//     primary is measurably slower (slow or congested rail, narrower NIC) or failed.
 //   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the rail's bytes were acknowledged,
 //     sampled over kSampleNs windows in which the rail stayed backlogged (at least one chunk queued
 //     throughout); windows limited by demand are not samples. Until the first sample the device's
@@ -48,7 +50,8 @@ class Scheduler {
  public:
   static constexpr double kAlpha = 0.25;
   static constexpr uint64_t kSampleNs = 50'000'000;  // 50 ms
-  static constexpr int kPrimaryBiasChunks = 1;
+  static constexpr int kPrimaryBiasChunks = 64;  // keeps traffic on a primary as fast as the others
+  static constexpr double kSameSpeed = 0.75;     // bw(primary) >= this x bw(other): "as fast"
 
   // Per link: its local device (index into `loads`) and nominal speed (bits/s). `loads` is the
   // plugin context's table (kMaxRails entries); nullptr gives the scheduler a private one (tests).

@@ -50,7 +50,13 @@ class TcpListener final : public Listener {
   std::vector<PendingStream> pending_;
   std::map<std::pair<uint64_t, int>, PartialLink> partial_;  // (conn_id, link index)
   std::vector<std::unique_ptr<Link>> ready_;
+  uint64_t last_poll_ns_ = 0;
 };
+
+// A listener that was not polled for this long (its comm was idle: NCCL polls a comm only while it
+// has requests) extends its pending hello deadlines by the gap: the connecting side, idle too, has
+// not written its hello yet either.
+constexpr uint64_t kPollGapNs = 500'000'000;
 
 TcpListener::~TcpListener() {
   for (int& fd : listen_fds_) sock::Close(&fd);
@@ -149,6 +155,11 @@ void TcpListener::Adopt(PendingStream& p) {
 }
 
 Status TcpListener::Poll(std::unique_ptr<Link>* out) {
+  uint64_t now = NowNs();
+  if (last_poll_ns_ != 0 && now - last_poll_ns_ > kPollGapNs) {
+    for (auto& p : pending_) p.deadline_ns += now - last_poll_ns_;
+  }
+  last_poll_ns_ = now;
   AcceptNew();
   for (size_t i = 0; i < pending_.size();) {
     if (ReadHello(pending_[i])) {

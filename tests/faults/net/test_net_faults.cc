@@ -99,6 +99,17 @@ class Peer {
 
 class NetFaults : public rr::testing::NetnsFixture {
  protected:
+  // Bytes the kernel transmitted on host h's rail r so far (the namespace's own sysfs view).
+  uint64_t RailTxBytes(int h, int r) {
+    std::string cmd = "ip netns exec " + topo().Netns(h) + " cat /sys/class/net/rail" + std::to_string(r) +
+                      "/statistics/tx_bytes";
+    FILE* f = popen(cmd.c_str(), "r");
+    unsigned long long v = 0;
+    if (f == nullptr || fscanf(f, "%llu", &v) != 1) ADD_FAILURE() << "cannot read " << cmd;
+    if (f) pclose(f);
+    return v;
+  }
+
   const char* PrefixBase() const override { return "rrnet"; }
   int Hosts() const override { return 2; }
   int Rails() const override { return 2; }
@@ -179,14 +190,26 @@ TEST_F(NetFaults, PrimaryDownAtConnectTime) {
 
 TEST_F(NetFaults, HealedRailIsProbedAndReadmitted) {
   PeerResult a, b;
-  Run("RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200", 4000, [&] {
+  uint64_t down0 = 0, down1 = 0, up0[2] = {}, up1[2] = {};
+  Run("RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200", 4500, [&] {
     std::this_thread::sleep_for(800ms);
     topo().Fail(0, 1);
-    std::this_thread::sleep_for(1000ms);
+    std::this_thread::sleep_for(200ms);
+    down0 = RailTxBytes(0, 1);
+    std::this_thread::sleep_for(800ms);
+    down1 = RailTxBytes(0, 1);
     topo().Heal(0, 1);
+    std::this_thread::sleep_for(700ms);  // re-probe after back-off (<= 200 ms) and re-admission
+    up0[0] = RailTxBytes(0, 1), up0[1] = RailTxBytes(1, 1);
+    std::this_thread::sleep_for(1000ms);
+    up1[0] = RailTxBytes(0, 1), up1[1] = RailTxBytes(1, 1);
   }, &a, &b);
   ExpectBothClean(a, b);
   EXPECT_NE((a.log + b.log).find("failback"), std::string::npos) << a.log << b.log;
+  EXPECT_LT(down1 - down0, 64u << 10) << "the failed rail carried nothing while down";
+  // Traffic returns to the healed rail in both directions (data one way, data + acks the other).
+  EXPECT_GT(up1[0] - up0[0], 4u << 20) << "host 0 sent on the healed rail after failback\n" << a.log;
+  EXPECT_GT(up1[1] - up0[1], 4u << 20) << "host 1 sent on the healed rail after failback\n" << b.log;
 }
 
 TEST_F(NetFaults, AllRailsDownErrorsWithinGiveup) {
@@ -208,16 +231,20 @@ TEST_F(NetFaults, AllRailsDownErrorsWithinGiveup) {
   }
 }
 
+// The rail changes state every 200 ms (down 200 ms, up 200 ms) for 10 s, on a fixed schedule.
 TEST_F(NetFaults, FlappingRailLosesNothing) {
   PeerResult a, b;
-  Run("RERAIL_FAILBACK_MIN_MS=20 RERAIL_FAILBACK_MAX_MS=100", 4000, [&] {
-    for (int i = 0; i < 10; ++i) {
-      std::this_thread::sleep_for(200ms);
-      topo().Fail(0, 1);
-      std::this_thread::sleep_for(200ms);
-      topo().Heal(0, 1);
+  int flips = 0;
+  Run("RERAIL_FAILBACK_MIN_MS=20 RERAIL_FAILBACK_MAX_MS=100", 11000, [&] {
+    auto next = std::chrono::steady_clock::now();
+    for (; flips < 50; ++flips) {
+      next += 200ms;
+      std::this_thread::sleep_until(next);
+      if (flips % 2 == 0) topo().Fail(0, 1);
+      else topo().Heal(0, 1);
     }
   }, &a, &b);
+  EXPECT_EQ(flips, 50);
   ExpectBothClean(a, b);
 }
 

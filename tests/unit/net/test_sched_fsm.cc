@@ -31,10 +31,13 @@ TEST(Scheduler, EvenlyLoadedRailsKeepThePrimary) {
   EXPECT_TRUE(s.Admit(0, all, 131072));
   EXPECT_FALSE(s.Admit(1, all, 131072)) << "equal queues: the primary wins (bias)";
   s.OnQueued(0, 4 << 20);
-  EXPECT_TRUE(s.Admit(1, all, 131072)) << "4 MiB behind on the primary: spill";
+  EXPECT_TRUE(s.Admit(0, all, 131072)) << "rails of the same speed: 4 MiB behind is no reason to move";
+  EXPECT_FALSE(s.Admit(1, all, 131072));
+  s.OnQueued(0, 12 << 20);
+  EXPECT_TRUE(s.Admit(1, all, 131072)) << "16 MiB behind (more than the bias): spill";
   EXPECT_TRUE(s.Admit(2, all, 131072));
-  EXPECT_FALSE(s.Admit(0, all, 131072)) << "4 MiB queued at 10 Gb/s is 3.4 ms behind the others";
-  s.OnQueued(0, -(4 << 20));
+  EXPECT_FALSE(s.Admit(0, all, 131072));
+  s.OnQueued(0, -(16 << 20));
   EXPECT_TRUE(s.Admit(0, all, 131072));
   EXPECT_EQ(s.queued(0), 0);
 }
@@ -81,6 +84,21 @@ TEST(Scheduler, BackloggedSamplesLearnASlowRail) {
   EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6) << "rail 0 was never sampled: nominal";
   // Rail 0 has as much queued but is 100x faster: rail 1 gets nothing more.
   s.OnQueued(0, 1 << 20);
+  EXPECT_TRUE(s.Admit(0, {true, true}, 131072));
+  EXPECT_FALSE(s.Admit(1, {true, true}, 131072));
+}
+
+TEST(Scheduler, ASlowPrimarySpillsByCompletionTime) {
+  Scheduler s;
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr, 131072);
+  // The primary stays backlogged and delivers 100 KB per 10 ms (80 Mb/s): far slower than rail 1.
+  s.OnQueued(0, 1 << 20);
+  uint64_t t = 1'000'000'000;
+  s.OnDelivered(0, 0, t);
+  for (int i = 0; i < 200; ++i) s.OnDelivered(0, 100000, t += 10'000'000);
+  EXPECT_TRUE(s.Admit(1, {true, true}, 131072)) << "1 MiB on a slow primary: the fast rail finishes first";
+  EXPECT_FALSE(s.Admit(0, {true, true}, 131072));
+  s.OnQueued(1, 1 << 30);  // until the fast rail is as far behind in time
   EXPECT_TRUE(s.Admit(0, {true, true}, 131072));
   EXPECT_FALSE(s.Admit(1, {true, true}, 131072));
 }
