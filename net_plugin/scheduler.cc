@@ -17,6 +17,8 @@ void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& n
   nominal_.resize(n);
   for (size_t i = 0; i < n; ++i) nominal_[i] = std::max(nominal_bps[i], 1e6) / 8e9;
   own_.assign(n, 0);
+  avg_.assign(n, 0);
+  last_observe_ns_ = 0;
   backlog_min_ = static_cast<int64_t>(chunk);
 }
 
@@ -58,21 +60,32 @@ double Scheduler::Bw(int link) const {
   return b > 0 ? b : nominal_[link];
 }
 
-double Scheduler::Ect(int link, size_t chunk) const {
+void Scheduler::Observe(uint64_t now_ns) {
+  double w = last_observe_ns_ == 0 ? 1.0 : std::min(1.0, static_cast<double>(now_ns - last_observe_ns_) / kLoadTauNs);
+  last_observe_ns_ = now_ns;
+  for (size_t i = 0; i < avg_.size(); ++i) {
+    avg_[i] += (static_cast<double>(std::max<int64_t>(rail_queued(static_cast<int>(i)), 0)) - avg_[i]) * w;
+  }
+}
+
+double Scheduler::Ect(int link, size_t chunk, bool primary_eligible) const {
   double q = static_cast<double>(std::max<int64_t>(rail_queued(link), 0) + static_cast<int64_t>(chunk));
   double t = q / Bw(link);
-  // Off the primary only when the primary is measurably slower than this rail (slow, congested,
-  // narrower NIC); between rails of about the same speed, moving chunks only adds head-of-line waits.
-  if (link != 0 && Bw(0) >= kSameSpeed * Bw(link)) t += kPrimaryBiasChunks * static_cast<double>(chunk) / Bw(link);
-  return t;
+  if (link == 0 || !primary_eligible || Bw(0) < kSameSpeed * Bw(link)) return t;
+  // Another rail about as fast as a working primary: only while the primary rail has carried
+  // clearly more load for a while (two channels on one NIC, a failed rail's traffic) — a transient
+  // difference is not worth the head-of-line waits of moving chunks.
+  if (avg_[0] <= (1 + kPrimaryBias) * avg_[link] + static_cast<double>(chunk)) return kNever;
+  return t + static_cast<double>(chunk) / Bw(link);
 }
 
 bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk) const {
+  bool primary = eligible[0];
   double best = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < devs_.size(); ++i) {
-    if (eligible[i]) best = std::min(best, Ect(static_cast<int>(i), chunk));
+    if (eligible[i]) best = std::min(best, Ect(static_cast<int>(i), chunk, primary));
   }
-  return Ect(link, chunk) <= best + 0.5 * static_cast<double>(chunk) / Bw(link);
+  return Ect(link, chunk, primary) <= best + 0.5 * static_cast<double>(chunk) / Bw(link);
 }
 
 }  // namespace rr::net

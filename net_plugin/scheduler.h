@@ -7,12 +7,14 @@
 //   * queued(rail) counts the bytes that EVERY send comm of the process handed to that rail and that
 //     are not acknowledged yet (RailLoad, shared through the plugin context), so comms that share a
 //     rail see each other's load and a rail carrying another channel's primary traffic looks busy.
-//   * The primary bias (kPrimaryBiasChunks chunks' time on the other link, applied while the primary's
-//     measured bandwidth is at least kSameSpeed of the other rail's) keeps a comm on the NCCL device's
-//     rail while the rails are about equally fast — NCCL already spreads channels over NICs, and
-//     moving chunks between equally fast rails only adds head-of-line waits (measured: ~10 % less
-//     all_reduce busbw) — and spills to other rails by expected completion time as soon as the
-//     primary is measurably slower (slow or congested rail, narrower NIC) or failed.
+//   * The primary bias: while the primary works and its measured bandwidth is at least kSameSpeed of
+//     another rail's, that rail is used only if the primary rail's load, smoothed over kLoadTauNs,
+//     exceeds 1 + kPrimaryBias times that rail's (then by completion time, plus one chunk). Moving
+//     chunks between equally fast, equally loaded rails only adds head-of-line waits (measured: ~10 %
+//     less all_reduce busbw, whose loop boundaries make loads differ briefly), but a rail that
+//     carries more than its share for a while (two channels' primaries on one NIC) must shed load. A
+//     measurably slower primary (slow or congested rail, narrower NIC) spills by plain completion
+//     time, and so does a comm whose primary failed.
 //   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the rail's bytes were acknowledged,
 //     sampled over kSampleNs windows in which the rail stayed backlogged (at least one chunk queued
 //     throughout); windows limited by demand are not samples. Until the first sample the device's
@@ -50,7 +52,9 @@ class Scheduler {
  public:
   static constexpr double kAlpha = 0.25;
   static constexpr uint64_t kSampleNs = 50'000'000;  // 50 ms
-  static constexpr int kPrimaryBiasChunks = 64;  // keeps traffic on a primary as fast as the others
+  static constexpr double kPrimaryBias = 0.5;    // the primary rail must carry 1.5x another's load
+  static constexpr double kLoadTauNs = 200e6;     // time constant of the smoothed rail loads
+  static constexpr double kNever = 1e30;
   static constexpr double kSameSpeed = 0.75;     // bw(primary) >= this x bw(other): "as fast"
 
   // Per link: its local device (index into `loads`) and nominal speed (bits/s). `loads` is the
@@ -61,6 +65,8 @@ class Scheduler {
   void ClearQueued(int link);  // the link failed: everything it held is taken back
   // Bytes of `link` the receiver acknowledged at `now_ns` (after the matching OnQueued(-bytes)).
   void OnDelivered(int link, size_t bytes, uint64_t now_ns);
+  // Updates the comm's smoothed view of every rail's load (call before Admit).
+  void Observe(uint64_t now_ns);
   // eligible[i]: link i may carry data at all (healthy, allowed by policy). Link 0 is the primary.
   bool Admit(int link, const std::vector<bool>& eligible, size_t chunk) const;
   double BandwidthBps(int link) const { return Bw(link) * 8e9; }
@@ -70,13 +76,15 @@ class Scheduler {
  private:
   RailLoad& load(int link) const { return loads_[devs_[link]]; }
   double Bw(int link) const;
-  double Ect(int link, size_t chunk) const;
+  double Ect(int link, size_t chunk, bool primary_eligible) const;
 
   RailLoad* loads_ = nullptr;
   std::unique_ptr<RailLoad[]> private_;  // when Reset got no shared table
   std::vector<int> devs_;
   std::vector<double> nominal_;  // bytes per ns
   std::vector<int64_t> own_;     // this comm's share of each rail's queued bytes
+  std::vector<double> avg_;      // each rail's queued bytes, smoothed over kLoadTauNs
+  uint64_t last_observe_ns_ = 0;
   int64_t backlog_min_ = 1;      // a rail with fewer queued bytes is not backlogged
 };
 

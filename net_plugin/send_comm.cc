@@ -215,6 +215,7 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
   int idx = static_cast<int>(&l - links_.data());
   if (links_.size() > 1) {
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
+    sched_.Observe(NowNs());
     if (!sched_.Admit(idx, eligible_, cfg_.chunk)) return false;  // another rail would finish it sooner
   }
   ChunkRef c{};

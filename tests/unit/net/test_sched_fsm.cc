@@ -30,14 +30,21 @@ TEST(Scheduler, EvenlyLoadedRailsKeepThePrimary) {
   std::vector<bool> all{true, true, true};
   EXPECT_TRUE(s.Admit(0, all, 131072));
   EXPECT_FALSE(s.Admit(1, all, 131072)) << "equal queues: the primary wins (bias)";
-  s.OnQueued(0, 4 << 20);
-  EXPECT_TRUE(s.Admit(0, all, 131072)) << "rails of the same speed: 4 MiB behind is no reason to move";
+  uint64_t t = 1'000'000'000;
+  for (int i = 0; i < 3; ++i) s.OnQueued(i, 4 << 20);  // every rail busy
+  s.OnQueued(0, 512 << 10);
+  s.Observe(t += 1'000'000'000);  // for longer than the smoothing time
+  EXPECT_TRUE(s.Admit(0, all, 131072)) << "rails of the same speed: 12 % behind is no reason to move";
   EXPECT_FALSE(s.Admit(1, all, 131072));
-  s.OnQueued(0, 12 << 20);
-  EXPECT_TRUE(s.Admit(1, all, 131072)) << "16 MiB behind (more than the bias): spill";
+  s.OnQueued(0, 3584 << 10);  // the primary rail carries twice the others' load (two channels on it)
+  EXPECT_FALSE(s.Admit(1, all, 131072)) << "not for a moment: the smoothed load decides";
+  s.Observe(t += 1'000'000'000);
+  EXPECT_TRUE(s.Admit(1, all, 131072)) << "twice as far behind: spill";
   EXPECT_TRUE(s.Admit(2, all, 131072));
   EXPECT_FALSE(s.Admit(0, all, 131072));
-  s.OnQueued(0, -(16 << 20));
+  s.OnQueued(0, -(8 << 20));
+  s.OnQueued(1, -(4 << 20));
+  s.OnQueued(2, -(4 << 20));
   EXPECT_TRUE(s.Admit(0, all, 131072));
   EXPECT_EQ(s.queued(0), 0);
 }
