@@ -9,10 +9,10 @@ Usage: scripts/plot.py TIMELINE [-o OUT.png] [--title T] [--summary]
 Exit codes: 0 ok, 2 unreadable or malformed input (message on stderr).
 """
 import argparse
-import csv
-import json
 import re
 import sys
+
+from timeline_io import load_timeline
 
 try:
     import matplotlib
@@ -30,36 +30,8 @@ SMOOTH_BINS = 5  # plotted lines are 0.5 s moving averages of the 100 ms bins
 
 def load(path):
     """Returns (t_s list, rail names, gbps rows [bin][rail], events [(t, kind, text)], meta dict)."""
-    if path.endswith(".json"):
-        with open(path) as f:
-            j = json.load(f)
-        events = [(e["t_s"], e["kind"], e["text"]) for e in j.get("events", [])]
-        return j["t_s"], j["rails"], j["gbps"], events, j.get("meta", {})
-    t, rows, events, meta, rails = [], [], [], {}, None
-    with open(path, newline="") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith("# event,"):
-                _, ts, kind, text = line.split(",", 3)
-                events.append((float(ts), kind, text))
-            elif line.startswith("# meta,"):
-                _, key, value = line.split(",", 2)
-                meta[key] = value
-            elif line.startswith("#") or not line:
-                continue
-            elif rails is None:
-                header = next(csv.reader([line]))
-                if header[0] != "t_s" or header[-1] != "total":
-                    raise ValueError("not a rerail-perf timeline (header %r)" % header[:3])
-                rails = header[1:-1]
-            else:
-                vals = [float(v) for v in line.split(",")]
-                t.append(vals[0])
-                rows.append(vals[1:-1])
-    if rails is None:
-        raise ValueError("empty timeline")
-    return t, rails, rows, events, meta
-
+    tl = load_timeline(path)
+    return tl["t"], tl["rails"], tl["rows"], tl["events"], tl["meta"]
 
 def window_mean(t, totals, lo, hi):
     vals = [v for ts, v in zip(t, totals) if lo <= ts < hi]
@@ -164,7 +136,7 @@ def main():
     args = ap.parse_args()
     try:
         t, rails, rows, events, meta = load(args.timeline)
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, KeyError) as e:
         print("plot.py: cannot read %s: %s" % (args.timeline, e), file=sys.stderr)
         return 2
     out = args.out or re.sub(r"\.(csv|json)$", "", args.timeline) + ".png"

@@ -34,48 +34,18 @@ Usage: scripts/rails-report.py TIMELINE [--senders N] [--target GBPS] [--window-
 Exit codes: 0 ok, 2 unreadable or malformed input (message on stderr).
 """
 import argparse
-import csv
-import json
 import re
 import sys
+
+from timeline_io import load_timeline
 
 
 def load(path):
     """Returns (bin_s, series name, totals per bin, events [(t, kind, text)], meta)."""
-    if path.endswith(".json"):
-        with open(path) as f:
-            j = json.load(f)
-        bin_s = float(j["bin_s"])
-        if j.get("completed_gbps"):
-            series, totals = "completed", [float(v) for v in j["completed_gbps"]]
-        else:
-            series, totals = "rails", [sum(r) for r in j["gbps"]]
-        events = [(float(e["t_s"]), e["kind"], e["text"]) for e in j.get("events", [])]
-        return bin_s, series, totals, events, j.get("meta", {})
-    t, totals, events, meta, header = [], [], [], {}, None
-    with open(path, newline="") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith("# event,"):
-                _, ts, kind, text = line.split(",", 3)
-                events.append((float(ts), kind, text))
-            elif line.startswith("# meta,"):
-                _, key, value = line.split(",", 2)
-                meta[key] = value
-            elif line.startswith("#") or not line:
-                continue
-            elif header is None:
-                header = next(csv.reader([line]))
-                if header[0] != "t_s" or header[-1] != "total":
-                    raise ValueError("not a rerail-perf timeline (header %r)" % header[:3])
-            else:
-                vals = [float(v) for v in line.split(",")]
-                t.append(vals[0])
-                totals.append(vals[-1])
-    if header is None:
-        raise ValueError("empty timeline")
-    bin_s = round(t[1] - t[0], 9) if len(t) > 1 else 0.1
-    return bin_s, "rails", totals, events, meta
+    tl = load_timeline(path)
+    if tl["completed"]:
+        return tl["bin_s"], "completed", tl["completed"], tl["events"], tl["meta"]
+    return tl["bin_s"], "rails", [sum(r) for r in tl["rows"]], tl["events"], tl["meta"]
 
 
 def timed_windows(events):
