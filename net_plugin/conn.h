@@ -199,6 +199,7 @@ class SendComm final : public Comm {
     uint64_t bytes = 0;
     uint64_t next_tcp_check_ns = 0;
     uint32_t stall_ms = 0;  // the transport's stall age at the last check
+    uint64_t acked_base = UINT64_MAX;  // the transport's acked-bytes counter at the last report
   };
 
   bool Eligible(const TxLink& l) const;
@@ -214,6 +215,7 @@ class SendComm final : public Comm {
   void StartConnect(TxLink& l);
   Status PollConnector(TxLink& l);
   Status Watchdog(uint64_t now);
+  void ReportDelivered(uint64_t now);
   int LiveLinks() const;
 
   ConnConfig cfg_;
@@ -231,6 +233,7 @@ class SendComm final : public Comm {
   uint64_t no_link_since_ns_ = 0;  // 0 while some link is healthy
   uint64_t setup_start_ns_ = 0;
   uint64_t next_board_ns_ = 0;
+  uint64_t next_report_ns_ = 0;
   int peer_closed_links_ = 0;
   // Re-sent chunks since the requeue last drained (one RETRANSMIT event per drain).
   uint64_t resent_chunks_ = 0;

@@ -19,40 +19,42 @@ void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& n
   own_.assign(n, 0);
   avg_.assign(n, 0);
   last_observe_ns_ = 0;
-  backlog_min_ = static_cast<int64_t>(chunk);
+  (void)chunk;
 }
 
 void Scheduler::OnQueued(int link, int64_t delta) {
   own_[link] += delta;
-  int64_t now = load(link).queued.fetch_add(delta, std::memory_order_relaxed) + delta;
-  if (now < backlog_min_) load(link).backlogged.store(false, std::memory_order_relaxed);
+  load(link).queued.fetch_add(delta, std::memory_order_relaxed);
 }
 
 void Scheduler::ClearQueued(int link) {
   if (own_[link] != 0) OnQueued(link, -own_[link]);
 }
 
-void Scheduler::OnDelivered(int link, size_t bytes, uint64_t now) {
+void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now) {
   RailLoad& r = load(link);
   std::lock_guard<std::mutex> g(r.mu);
   if (r.win_start_ns == 0 || now < r.win_start_ns) {
     r.win_start_ns = now;
     r.win_bytes = 0;
-    r.backlogged.store(true, std::memory_order_relaxed);
+    r.win_reports = r.win_backlogged = 0;
     return;
   }
   r.win_bytes += bytes;
+  ++r.win_reports;
+  r.win_backlogged += backlogged;
   uint64_t span = now - r.win_start_ns;
   if (span < kSampleNs) return;
-  // Only a backlogged window measures the rail; otherwise it measured the demand.
-  if (r.backlogged.load(std::memory_order_relaxed)) {
+  // Only a window in which the rail's senders mostly had bytes waiting for TCP measures the rail;
+  // otherwise it measured the demand.
+  if (r.win_reports >= 2 && 2 * r.win_backlogged >= r.win_reports) {
     double rate = std::max(static_cast<double>(r.win_bytes) / static_cast<double>(span), 1e-6);
     double old = r.bw.load(std::memory_order_relaxed);
     r.bw.store(old == 0 ? rate : (1 - kAlpha) * old + kAlpha * rate, std::memory_order_relaxed);
   }
   r.win_start_ns = now;
   r.win_bytes = 0;
-  r.backlogged.store(r.queued.load(std::memory_order_relaxed) >= backlog_min_, std::memory_order_relaxed);
+  r.win_reports = r.win_backlogged = 0;
 }
 
 double Scheduler::Bw(int link) const {

@@ -15,10 +15,13 @@
 //     carries more than its share for a while (two channels' primaries on one NIC) must shed load. A
 //     measurably slower primary (slow or congested rail, narrower NIC) spills by plain completion
 //     time, and so does a comm whose primary failed.
-//   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the rail's bytes were acknowledged,
-//     sampled over kSampleNs windows in which the rail stayed backlogged (at least one chunk queued
-//     throughout); windows limited by demand are not samples. Until the first sample the device's
-//     nominal speed is used. Shared per rail like queued, so every comm learns from all traffic.
+//   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the peer's TCP acknowledged the rail's
+//     bytes (tcpi_bytes_acked of every comm's links on that rail, summed), sampled over kSampleNs
+//     windows in which the senders mostly had bytes waiting in their sockets; windows limited by
+//     demand are not samples. Kernel acknowledgements, not message acks: a message striped over
+//     several rails is acknowledged once, which would credit every rail with the slowest one's pace.
+//     Until the first sample the device's nominal speed is used. Shared per rail like queued, so
+//     every comm learns from all traffic.
 // Over time every rail's share follows its bandwidth, so a message finishes on all rails at about the
 // same time (a slow rail gets a proportionally small share instead of an equal one), and a healed
 // rail is used again at once: its queue is empty and its estimate survives the failure.
@@ -42,16 +45,17 @@ constexpr int kMaxRails = 16;
 struct RailLoad {
   std::atomic<int64_t> queued{0};     // bytes handed to the rail's links, not yet acknowledged
   std::atomic<double> bw{0};          // bytes/ns measured; 0 until the first sample
-  std::atomic<bool> backlogged{true};  // the current sampling window stayed backlogged so far
   std::mutex mu;                      // guards the window below
   uint64_t win_start_ns = 0;
   uint64_t win_bytes = 0;
+  uint32_t win_reports = 0, win_backlogged = 0;
 };
 
 class Scheduler {
  public:
   static constexpr double kAlpha = 0.25;
   static constexpr uint64_t kSampleNs = 50'000'000;  // 50 ms
+  static constexpr uint64_t kReportNs = 5'000'000;   // how often a comm reports its links' acked bytes
   static constexpr double kPrimaryBias = 0.5;    // the primary rail must carry 1.5x another's load
   static constexpr double kLoadTauNs = 200e6;     // time constant of the smoothed rail loads
   static constexpr double kNever = 1e30;
@@ -63,8 +67,9 @@ class Scheduler {
   // Bytes handed to (+) or taken back from (-) a link: acknowledged or re-queued elsewhere.
   void OnQueued(int link, int64_t delta);
   void ClearQueued(int link);  // the link failed: everything it held is taken back
-  // Bytes of `link` the receiver acknowledged at `now_ns` (after the matching OnQueued(-bytes)).
-  void OnDelivered(int link, size_t bytes, uint64_t now_ns);
+  // Bytes of `link` the peer's TCP acknowledged since the last report (every kReportNs or so), and
+  // whether the link's sockets still held bytes not yet sent (the rail, not the demand, was the limit).
+  void OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now_ns);
   // Updates the comm's smoothed view of every rail's load (call before Admit).
   void Observe(uint64_t now_ns);
   // eligible[i]: link i may carry data at all (healthy, allowed by policy). Link 0 is the primary.
@@ -85,7 +90,6 @@ class Scheduler {
   std::vector<int64_t> own_;     // this comm's share of each rail's queued bytes
   std::vector<double> avg_;      // each rail's queued bytes, smoothed over kLoadTauNs
   uint64_t last_observe_ns_ = 0;
-  int64_t backlog_min_ = 1;      // a rail with fewer queued bytes is not backlogged
 };
 
 }  // namespace rr::net

@@ -295,16 +295,12 @@ void SendComm::OnAck(uint64_t ack) {
     m.req = nullptr;
     if (m.eager) eager_bytes_ -= m.size, m.eager = false;
   }
-  uint64_t now = NowNs();
   for (size_t i = 0; i < links_.size(); ++i) {
     auto& q = links_[i].inflight;
-    size_t delivered = 0;
     while (!q.empty() && q.front().seq < acked_) {
       sched_.OnQueued(static_cast<int>(i), -static_cast<int64_t>(q.front().len));
-      delivered += q.front().len;
       q.pop_front();
     }
-    if (delivered > 0) sched_.OnDelivered(static_cast<int>(i), delivered, now);
   }
 }
 
@@ -495,6 +491,25 @@ Status SendComm::Watchdog(uint64_t now) {
   return Status::Ok();
 }
 
+// Feeds the scheduler's bandwidth estimate with what the peer's TCP acknowledged on each live link.
+void SendComm::ReportDelivered(uint64_t now) {
+  if (now < next_report_ns_) return;
+  next_report_ns_ = now + Scheduler::kReportNs;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    TxLink& l = links_[i];
+    uint64_t acked = 0, notsent = 0;
+    if (!l.fsm.usable() || !l.link || !l.link->TxCounters(&acked, &notsent)) {
+      l.acked_base = UINT64_MAX;
+      continue;
+    }
+    // An idle link (nothing acknowledged, nothing waiting) says nothing about its rail.
+    if (l.acked_base != UINT64_MAX && acked >= l.acked_base && (acked > l.acked_base || notsent > 0)) {
+      sched_.OnDelivered(static_cast<int>(i), acked - l.acked_base, notsent > 0, now);
+    }
+    l.acked_base = acked;
+  }
+}
+
 Status SendComm::Progress() {
   if (state_ == ConnState::kFailed) return failure_;
   if (state_ == ConnState::kPeerClosed) return Status::Ok();  // nothing outstanding by construction
@@ -510,7 +525,9 @@ Status SendComm::Progress() {
     if (l.link) RR_CHECK(ReadControl(l));
     else RR_CHECK(PollConnector(l));
   }
-  return Watchdog(NowNs());
+  uint64_t now = NowNs();
+  if (links_.size() > 1) ReportDelivered(now);
+  return Watchdog(now);
 }
 
 Status SendComm::Test(Request* r, int* done, int* size) {

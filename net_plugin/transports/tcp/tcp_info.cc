@@ -18,6 +18,7 @@ bool ReadTcpProgress(int fd, TcpProgress* out) {
   out->unacked = ti.tcpi_unacked;
   out->bytes_acked = ti.tcpi_bytes_acked;
   out->last_ack_recv_ms = ti.tcpi_last_ack_recv;
+  out->notsent_bytes = len >= offsetof(tcp_info, tcpi_notsent_bytes) + sizeof(ti.tcpi_notsent_bytes) ? ti.tcpi_notsent_bytes : 0;
   return true;
 }
 

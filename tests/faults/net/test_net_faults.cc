@@ -188,21 +188,23 @@ TEST_F(NetFaults, PrimaryDownAtConnectTime) {
   ExpectBothClean(a, b);
 }
 
+// The primary rail (NCCL's device, rail 0 for both peers) fails and heals: the traffic moves to the
+// standby rail and back to the primary once the re-probe succeeds.
 TEST_F(NetFaults, HealedRailIsProbedAndReadmitted) {
   PeerResult a, b;
   uint64_t down0 = 0, down1 = 0, up0[2] = {}, up1[2] = {};
   Run("RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200", 4500, [&] {
     std::this_thread::sleep_for(800ms);
-    topo().Fail(0, 1);
+    topo().Fail(0, 0);
     std::this_thread::sleep_for(200ms);
-    down0 = RailTxBytes(0, 1);
+    down0 = RailTxBytes(0, 0);
     std::this_thread::sleep_for(800ms);
-    down1 = RailTxBytes(0, 1);
-    topo().Heal(0, 1);
+    down1 = RailTxBytes(0, 0);
+    topo().Heal(0, 0);
     std::this_thread::sleep_for(700ms);  // re-probe after back-off (<= 200 ms) and re-admission
-    up0[0] = RailTxBytes(0, 1), up0[1] = RailTxBytes(1, 1);
+    up0[0] = RailTxBytes(0, 0), up0[1] = RailTxBytes(1, 0);
     std::this_thread::sleep_for(1000ms);
-    up1[0] = RailTxBytes(0, 1), up1[1] = RailTxBytes(1, 1);
+    up1[0] = RailTxBytes(0, 0), up1[1] = RailTxBytes(1, 0);
   }, &a, &b);
   ExpectBothClean(a, b);
   EXPECT_NE((a.log + b.log).find("failback"), std::string::npos) << a.log << b.log;
@@ -254,8 +256,23 @@ TEST_F(NetFaults, SlowRailGetsAProportionalShare) {
     topo().Slow(h, 1, "50mbit");
   }
   PeerResult a, b;
-  Run("", 3000, [&] {}, &a, &b, 4 << 20);
+  uint64_t tx0[2][2] = {}, tx1[2][2] = {};  // [host][rail], after 1 s and at the end
+  Run("", 4000, [&] {
+    std::this_thread::sleep_for(1000ms);  // the scheduler has measured both rails by then
+    for (int h = 0; h < 2; ++h) tx0[h][0] = RailTxBytes(h, 0), tx0[h][1] = RailTxBytes(h, 1);
+    std::this_thread::sleep_for(2500ms);
+    for (int h = 0; h < 2; ++h) tx1[h][0] = RailTxBytes(h, 0), tx1[h][1] = RailTxBytes(h, 1);
+  }, &a, &b, 4 << 20);
   ExpectBothClean(a, b);
+  // Expected-completion-time scheduling gives the 50 Mb/s rail about a fifth of the bytes (equal
+  // striping would give it half and drag the fast rail down to its pace) — but some, not none.
+  for (int h = 0; h < 2; ++h) {
+    double fast = static_cast<double>(tx1[h][0] - tx0[h][0]), slow = static_cast<double>(tx1[h][1] - tx0[h][1]);
+    double share = slow / (fast + slow);
+    std::printf("host %d: the 50 Mb/s rail carried %.1f %% of %.1f MB\n", h, share * 100, (fast + slow) / 1e6);
+    EXPECT_LT(share, 0.35) << "host " << h << ": the slow rail carried " << share * 100 << " % of the bytes";
+    EXPECT_GT(share, 0.05) << "host " << h << ": the slow rail was not used (" << share * 100 << " %)";
+  }
 }
 
 // At least 60 s of streaming with a random fault (link down, black hole, slow, heal) every 1-3 s on a

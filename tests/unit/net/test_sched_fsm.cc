@@ -76,16 +76,11 @@ TEST(Scheduler, CommsSharingARailSeeEachOthersLoad) {
 TEST(Scheduler, BackloggedSamplesLearnASlowRail) {
   Scheduler s;
   s.Reset({0, 1}, {10e9, 10e9}, nullptr, 131072);
-  // Rail 1 stays backlogged (1 MiB queued) and delivers 100 KB per 10 ms (80 Mb/s).
+  // Rail 1's sockets stay backlogged and its peer acknowledges 100 KB per 10 ms (80 Mb/s).
   s.OnQueued(1, 1 << 20);
   uint64_t t = 1'000'000'000;
-  s.OnDelivered(1, 0, t);
-  for (int i = 0; i < 200; ++i) {
-    t += 10'000'000;
-    s.OnQueued(1, 100000);
-    s.OnQueued(1, -100000);
-    s.OnDelivered(1, 100000, t);
-  }
+  s.OnDelivered(1, 0, true, t);
+  for (int i = 0; i < 200; ++i) s.OnDelivered(1, 100000, true, t += 10'000'000);
   EXPECT_LT(s.BandwidthBps(1), 0.1e9);
   EXPECT_GT(s.BandwidthBps(1), 0.06e9);
   EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6) << "rail 0 was never sampled: nominal";
@@ -101,8 +96,8 @@ TEST(Scheduler, ASlowPrimarySpillsByCompletionTime) {
   // The primary stays backlogged and delivers 100 KB per 10 ms (80 Mb/s): far slower than rail 1.
   s.OnQueued(0, 1 << 20);
   uint64_t t = 1'000'000'000;
-  s.OnDelivered(0, 0, t);
-  for (int i = 0; i < 200; ++i) s.OnDelivered(0, 100000, t += 10'000'000);
+  s.OnDelivered(0, 0, true, t);
+  for (int i = 0; i < 200; ++i) s.OnDelivered(0, 100000, true, t += 10'000'000);
   EXPECT_TRUE(s.Admit(1, {true, true}, 131072)) << "1 MiB on a slow primary: the fast rail finishes first";
   EXPECT_FALSE(s.Admit(0, {true, true}, 131072));
   s.OnQueued(1, 1 << 30);  // until the fast rail is as far behind in time
@@ -114,12 +109,11 @@ TEST(Scheduler, DemandLimitedWindowsAreNotSamples) {
   Scheduler s;
   s.Reset({0}, {10e9}, nullptr, 131072);
   uint64_t t = 1'000'000'000;
-  s.OnDelivered(0, 0, t);
-  for (int i = 0; i < 40; ++i) {  // one small chunk at a time: the queue drains to zero each time
-    s.OnQueued(0, 4096);
-    s.OnQueued(0, -4096);
-    s.OnDelivered(0, 4096, t += 10'000'000);
-  }
+  s.OnDelivered(0, 0, false, t);
+  // One small chunk at a time: the sockets never hold unsent bytes, so the rate is the demand's.
+  for (int i = 0; i < 40; ++i) s.OnDelivered(0, 4096, false, t += 10'000'000);
+  // Mostly idle windows do not count either.
+  for (int i = 0; i < 40; ++i) s.OnDelivered(0, 4096, i % 4 == 0, t += 10'000'000);
   EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6);
 }
 
