@@ -102,9 +102,47 @@ inline uint64_t RailGen(const RailSignals* s, int rail) {
   return s != nullptr && rail >= 0 && rail < kMaxRails ? s->gen[rail].load(std::memory_order_acquire) : 0;
 }
 
+// What the link monitor reported for `rail` since generation *seen (which it updates).
+enum class RailChange : uint8_t { kNone, kDown, kUp };
+inline RailChange PollRail(const RailSignals* s, int rail, uint64_t* seen) {
+  uint64_t gen = RailGen(s, rail);
+  if (gen == *seen) return RailChange::kNone;
+  *seen = gen;
+  return s->down[rail].load(std::memory_order_acquire) ? RailChange::kDown : RailChange::kUp;
+}
+
+// Why a link failed, from its reason text: names the board event and the profiler's short reason.
+enum class FailCause : uint8_t { kStall, kLinkDown, kOther };
+inline FailCause CauseOf(const std::string& why) {
+  if (why.rfind("stall", 0) == 0) return FailCause::kStall;
+  return why == "link-down event" ? FailCause::kLinkDown : FailCause::kOther;
+}
+inline const char* ShortReason(const std::string& why) {
+  switch (CauseOf(why)) {
+    case FailCause::kStall: return "stall";
+    case FailCause::kLinkDown: return "link-down";
+    case FailCause::kOther: break;
+  }
+  return why.c_str();
+}
+
 // How often a link's transport-level stall age is sampled: an eighth of RERAIL_STALL_MS (at least
 // 1 ms), so a black hole is caught within stall_ns * 9 / 8.
 inline uint64_t StallCheckNs(const ConnConfig& c) { return c.stall_ns / 8 > 1000000 ? c.stall_ns / 8 : 1000000; }
+
+// The transport-level stall age of one link (either side), sampled every StallCheckNs.
+struct StallWatch {
+  uint64_t next_ns = 0;
+  uint32_t ms = 0;  // stall age at the last sample
+  // Takes a sample when one is due; true when it did.
+  bool Sample(Link& link, uint64_t now, const ConnConfig& c) {
+    if (now < next_ns) return false;
+    next_ns = now + StallCheckNs(c);
+    ms = link.StallMs(now);
+    return true;
+  }
+  bool stalled(const ConnConfig& c) const { return ms * 1000000ull > c.stall_ns; }
+};
 
 // Connection life cycle (logged on every change).
 enum class ConnState : uint8_t {
@@ -127,6 +165,9 @@ class Comm {
  protected:
   void Transition(ConnState to, const std::string& why);
   Status Fail(Code code, const std::string& why);
+  // The give-up clock: runs while no link works (usable and not stalled); true once it has run for
+  // longer than giveup_ns.
+  bool GiveUpDue(int working, uint64_t now, uint64_t giveup_ns);
   // Profiler IO span of one request (no-op without an emitter or with a NULL phandle).
   void ProfStart(prof::NetEventEmitter* e, Request* r, void* phandle, int rail);
   void ProfStop(prof::NetEventEmitter* e, Request* r);
@@ -136,6 +177,7 @@ class Comm {
   ConnState state_ = ConnState::kActive;
   Status failure_;  // set in kFailed
   uint64_t conn_id_ = 0;
+  uint64_t no_link_since_ns_ = 0;  // 0 while some link works
 };
 
 // Where one link of a send comm goes.
@@ -197,8 +239,7 @@ class SendComm final : public Comm {
     uint64_t backoff_ms = 0;
     uint64_t rail_gen = 0;
     uint64_t bytes = 0;
-    uint64_t next_tcp_check_ns = 0;
-    uint32_t stall_ms = 0;  // the transport's stall age at the last check
+    StallWatch stall;
     uint64_t acked_base = UINT64_MAX;  // the transport's acked-bytes counter at the last report
   };
 
@@ -230,7 +271,6 @@ class SendComm final : public Comm {
   uint64_t sched_seq_ = 0;
   uint64_t acked_ = 0;
   size_t eager_bytes_ = 0;         // bytes held in eager copies (bounded by cfg_.eager_pool)
-  uint64_t no_link_since_ns_ = 0;  // 0 while some link is healthy
   uint64_t setup_start_ns_ = 0;
   uint64_t next_board_ns_ = 0;
   uint64_t next_report_ns_ = 0;
@@ -266,8 +306,7 @@ class RecvComm final : public Comm {
     std::deque<Frame> out;       // control frames for the sender (acks, heartbeats, notices)
     size_t out_done = 0;         // bytes of out.front() written
     uint64_t last_hb_ns = 0;
-    uint64_t next_tcp_check_ns = 0;
-    uint32_t stall_ms = 0;  // the transport's stall age at the last check
+    StallWatch stall;
     uint64_t rail_gen = 0;  // RailSignals generation of its local rail when last looked at
   };
 
@@ -293,7 +332,6 @@ class RecvComm final : public Comm {
   uint32_t eager_unacked_ = 0;  // eager messages completed since the last ack
   size_t eager_unacked_bytes_ = 0;
   uint64_t next_listen_poll_ns_ = 0;
-  uint64_t no_link_since_ns_ = 0;
   std::string peer_;
 };
 

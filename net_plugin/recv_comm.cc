@@ -49,22 +49,15 @@ void RecvComm::Attach(std::unique_ptr<Link> link) {
   l.out_done = 0;
   l.last_hb_ns = 0;  // answer at once: the sender re-admits the rail on the first frame it hears
   l.rail_gen = RailGen(cfg_.rails, id.rail);
-  no_link_since_ns_ = 0;
 }
 
 // A link-down event for the local rail of a link: drop it at once and tell the sender over a
 // survivor, so it re-sends within milliseconds instead of waiting for its stall watchdog (the
 // sender's host saw no event: the fault is on this side).
 void RecvComm::CheckRailEvents() {
-  if (cfg_.rails == nullptr) return;
   for (size_t idx = 0; idx < links_.size(); ++idx) {
     RxLink& l = links_[idx];
-    if (!l.link) continue;
-    int rail = l.link->identity().rail;
-    uint64_t gen = RailGen(cfg_.rails, rail);
-    if (gen == l.rail_gen) continue;
-    l.rail_gen = gen;
-    if (cfg_.rails->down[rail].load(std::memory_order_acquire)) {
+    if (l.link && PollRail(cfg_.rails, l.link->identity().rail, &l.rail_gen) == RailChange::kDown) {
       DropLink(static_cast<int>(idx), "link-down event", false);
     }
   }
@@ -79,17 +72,16 @@ int RecvComm::LiveLinks() const {
 void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
   RxLink& l = links_[idx];
   if (!l.link) return;
-  RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) down: %s", static_cast<unsigned long>(conn_id_), idx,
-          l.link->Describe().c_str(), why.c_str());
   int rail = l.link->identity().rail;
   std::string desc = l.link->Describe();
+  RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) down: %s", static_cast<unsigned long>(conn_id_), idx, desc.c_str(),
+          why.c_str());
   l.link.reset();
   l.rx.clear();
   l.out.clear();
   ++l.epoch;
   int live = LiveLinks();
   if (live == 0) {
-    no_link_since_ns_ = NowNs();
     if (peer_closed) {
       // Every link closed by the peer: its process closed the connection or died.
       if (tracker_.completed_prefix() == tracker_.posted()) {
@@ -105,7 +97,7 @@ void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
             static_cast<unsigned long>(conn_id_), idx, desc.c_str(), why.c_str(), live);
     if (cfg_.prof) {
       // The receiver re-sends nothing (bytes 0) and does not pick the survivor (toRail -1).
-      auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, rail, why.rfind("stall", 0) == 0 ? "stall" : why.c_str());
+      auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, rail, ShortReason(why));
       ev.connId = static_cast<uint32_t>(conn_id_);
       cfg_.prof->Post(ev);
     }
@@ -276,14 +268,9 @@ void RecvComm::CheckStalls(uint64_t now) {
   for (size_t idx = 0; idx < links_.size(); ++idx) {
     RxLink& l = links_[idx];
     if (!l.link) {
-      l.stall_ms = 0;
-      continue;
-    }
-    if (now < l.next_tcp_check_ns) continue;
-    l.next_tcp_check_ns = now + StallCheckNs(cfg_);
-    l.stall_ms = l.link->StallMs(now);
-    if (l.stall_ms * 1000000ull > cfg_.stall_ns && LiveLinks() > 1) {
-      DropLink(static_cast<int>(idx), "stall: bytes unacknowledged for " + std::to_string(l.stall_ms) + " ms", false);
+      l.stall.ms = 0;
+    } else if (l.stall.Sample(*l.link, now, cfg_) && l.stall.stalled(cfg_) && LiveLinks() > 1) {
+      DropLink(static_cast<int>(idx), "stall: bytes unacknowledged for " + std::to_string(l.stall.ms) + " ms", false);
     }
   }
 }
@@ -323,10 +310,8 @@ Status RecvComm::Progress(bool idle_acks) {
   CheckRailEvents();
   CheckStalls(now);
   int working = 0;
-  for (const auto& l : links_) working += l.link && l.stall_ms * 1000000ull <= cfg_.stall_ns;
-  if (working > 0) no_link_since_ns_ = 0;
-  else if (no_link_since_ns_ == 0) no_link_since_ns_ = now;
-  if (working == 0 && now - no_link_since_ns_ > cfg_.giveup_ns && tracker_.completed_prefix() != tracker_.posted()) {
+  for (const auto& l : links_) working += l.link && !l.stall.stalled(cfg_);
+  if (GiveUpDue(working, now, cfg_.giveup_ns) && tracker_.completed_prefix() != tracker_.posted()) {
     return Fail(Code::kRemoteError, "no link from " + peer_ + " for RERAIL_GIVEUP_MS (" +
                                         std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
   }

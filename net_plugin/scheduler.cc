@@ -5,8 +5,7 @@
 
 namespace rr::net {
 
-void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& nominal_bps, RailLoad* loads,
-                      size_t chunk) {
+void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& nominal_bps, RailLoad* loads) {
   size_t n = devs.size();
   if (loads == nullptr) {
     private_ = std::make_unique<RailLoad[]>(kMaxRails);
@@ -19,7 +18,6 @@ void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& n
   own_.assign(n, 0);
   avg_.assign(n, 0);
   last_observe_ns_ = 0;
-  (void)chunk;
 }
 
 void Scheduler::OnQueued(int link, int64_t delta) {

@@ -63,7 +63,7 @@ class Scheduler {
 
   // Per link: its local device (index into `loads`) and nominal speed (bits/s). `loads` is the
   // plugin context's table (kMaxRails entries); nullptr gives the scheduler a private one (tests).
-  void Reset(const std::vector<int>& devs, const std::vector<double>& nominal_bps, RailLoad* loads, size_t chunk);
+  void Reset(const std::vector<int>& devs, const std::vector<double>& nominal_bps, RailLoad* loads);
   // Bytes handed to (+) or taken back from (-) a link: acknowledged or re-queued elsewhere.
   void OnQueued(int link, int64_t delta);
   void ClearQueued(int link);  // the link failed: everything it held is taken back

@@ -32,6 +32,15 @@ Status Comm::Fail(Code code, const std::string& why) {
   return failure_;
 }
 
+bool Comm::GiveUpDue(int working, uint64_t now, uint64_t giveup_ns) {
+  if (working > 0) {
+    no_link_since_ns_ = 0;
+    return false;
+  }
+  if (no_link_since_ns_ == 0) no_link_since_ns_ = now;
+  return now - no_link_since_ns_ > giveup_ns;
+}
+
 void Comm::ProfStart(prof::NetEventEmitter* e, Request* r, void* phandle, int rail) {
   if (e == nullptr || phandle == nullptr) return;
   r->io = prof::MakeNetEvent(RR_PROF_NET_EV_IO, rail);
@@ -59,7 +68,7 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
     nominal.push_back(cfg_.transport->Device(p.local_dev).speed_mbps * 1e6);
     devs.push_back(p.local_dev);
   }
-  sched_.Reset(devs, nominal, cfg_.loads, cfg_.chunk);
+  sched_.Reset(devs, nominal, cfg_.loads);
   eligible_.assign(plan.size(), false);
   for (size_t i = 0; i < plan.size(); ++i) {
     TxLink& l = links_[i];
@@ -70,7 +79,7 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
              i, cfg_.transport->Device(l.plan.local_dev).name.c_str(), l.plan.remote.ToString().c_str());
     l.fsm.set_who(who);
     l.fsm.set_prof(cfg_.prof, l.plan.local_dev);
-    if (cfg_.rails) l.rail_gen = cfg_.rails->gen[l.plan.local_dev].load(std::memory_order_acquire);
+    l.rail_gen = RailGen(cfg_.rails, l.plan.local_dev);
     StartConnect(l);
   }
 }
@@ -212,10 +221,11 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
     return true;
   }
   if (!Eligible(l)) return false;
+  while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
+  if (requeue_.empty() && sched_seq_ >= next_seq_) return false;  // nothing to send (the common idle case)
   int idx = static_cast<int>(&l - links_.data());
   if (links_.size() > 1) {
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
-    sched_.Observe(NowNs());
     if (!sched_.Admit(idx, eligible_, cfg_.chunk)) return false;  // another rail would finish it sooner
   }
   ChunkRef c{};
@@ -228,8 +238,7 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
   if (have) ++resent_chunks_, resent_bytes_ += c.len;
   if (requeue_.empty() && resent_chunks_ > 0) PostRetransmit(idx);
   if (!have) {
-    while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
-    if (sched_seq_ >= next_seq_) return false;
+    if (sched_seq_ >= next_seq_) return false;  // the requeue held only acknowledged chunks
     TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
     c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
     m.next_off += c.len;
@@ -380,10 +389,11 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
   if (cfg_.board && !orderly) {
     cfg_.board->AddRetransmit(l.plan.local_dev, chunks, bytes);
     if (!was_probing) cfg_.board->CountFailover(l.plan.local_dev);
+    FailCause cause = CauseOf(why);
     cfg_.board->SetState(l.plan.local_dev, rails::RailState::kFailed,
-                         why.rfind("stall", 0) == 0 ? rails::RailEvent::kStall
-                         : why == "link-down event" ? rails::RailEvent::kLinkDown
-                                                    : rails::RailEvent::kError);
+                         cause == FailCause::kStall      ? rails::RailEvent::kStall
+                         : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
+                                                         : rails::RailEvent::kError);
   }
   if (!was_probing && !orderly) {
     notices_.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
@@ -396,8 +406,7 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
 }
 
 void SendComm::PostFailover(const TxLink& l, const std::string& why, size_t bytes, size_t chunks, uint64_t now) {
-  const char* reason = why.rfind("stall", 0) == 0 ? "stall" : why == "link-down event" ? "link-down" : why.c_str();
-  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, l.plan.local_dev, reason);
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, l.plan.local_dev, ShortReason(why));
   for (const auto& o : links_) {
     if (o.fsm.usable()) {
       ev.toRail = o.plan.local_dev;
@@ -427,27 +436,21 @@ void SendComm::PostRetransmit(int to_link) {
 Status SendComm::Watchdog(uint64_t now) {
   for (size_t i = 0; i < links_.size(); ++i) {
     TxLink& l = links_[i];
-    if (cfg_.rails) {
-      uint64_t gen = cfg_.rails->gen[l.plan.local_dev].load(std::memory_order_acquire);
-      if (gen != l.rail_gen) {
-        l.rail_gen = gen;
-        bool down = cfg_.rails->down[l.plan.local_dev].load(std::memory_order_acquire);
-        if (down) FailLink(l, "link-down event", false);
-        else if (l.fsm.state() == LinkState::kFailed) l.retry_at_ns = now, l.backoff_ms = cfg_.backoff_min_ms;
-      }
+    switch (PollRail(cfg_.rails, l.plan.local_dev, &l.rail_gen)) {
+      case RailChange::kDown: FailLink(l, "link-down event", false); break;
+      case RailChange::kUp:  // probe at once
+        if (l.fsm.state() == LinkState::kFailed) l.retry_at_ns = now, l.backoff_ms = cfg_.backoff_min_ms;
+        break;
+      case RailChange::kNone: break;
     }
     // Black hole: bytes in flight whose TCP acknowledgement has not advanced for RERAIL_STALL_MS. The
     // peer's kernel answers, not its application, so a peer that is busy, idle or not posting
     // receives (zero window: nothing in flight) never trips it, nor does a comm NCCL left unpolled.
     // The last usable link is never failed for a stall; it only starts the give-up clock.
     if (!l.fsm.usable() || !l.link) {
-      l.stall_ms = 0;
-    } else if (now >= l.next_tcp_check_ns) {
-      l.next_tcp_check_ns = now + StallCheckNs(cfg_);
-      l.stall_ms = l.link->StallMs(now);
-      if (l.stall_ms * 1000000ull > cfg_.stall_ns && LiveLinks() > 1) {
-        FailLink(l, "stall: bytes unacknowledged for " + std::to_string(l.stall_ms) + " ms", false);
-      }
+      l.stall.ms = 0;
+    } else if (l.stall.Sample(*l.link, now, cfg_) && l.stall.stalled(cfg_) && LiveLinks() > 1) {
+      FailLink(l, "stall: bytes unacknowledged for " + std::to_string(l.stall.ms) + " ms", false);
     }
     if (l.fsm.state() == LinkState::kFailed && !l.connector && now >= l.retry_at_ns &&
         !(cfg_.rails && cfg_.rails->down[l.plan.local_dev].load(std::memory_order_relaxed))) {
@@ -466,12 +469,11 @@ Status SendComm::Watchdog(uint64_t now) {
   }
   int live = LiveLinks();
   int working = 0;
-  for (const auto& l : links_) working += l.fsm.usable() && l.stall_ms * 1000000ull <= cfg_.stall_ns;
-  if (working > 0) no_link_since_ns_ = 0;
-  else if (no_link_since_ns_ == 0) no_link_since_ns_ = now;
+  for (const auto& l : links_) working += l.fsm.usable() && !l.stall.stalled(cfg_);
+  bool give_up = GiveUpDue(working, now, cfg_.giveup_ns);
   if (live > 0) {
     peer_closed_links_ = 0;
-    if (working == 0 && now - no_link_since_ns_ > cfg_.giveup_ns) {
+    if (give_up) {
       return Fail(Code::kRemoteError, "no progress on any link to " + links_[0].plan.remote.ToString() +
                                           " for RERAIL_GIVEUP_MS (" + std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
     }
@@ -484,7 +486,7 @@ Status SendComm::Watchdog(uint64_t now) {
     }
     return Fail(Code::kRemoteError, "peer " + links_[0].plan.remote.ToString() + " closed every link");
   }
-  if (no_link_since_ns_ != 0 && now - no_link_since_ns_ > cfg_.giveup_ns) {
+  if (give_up) {
     return Fail(Code::kRemoteError, "no link to " + links_[0].plan.remote.ToString() + " for RERAIL_GIVEUP_MS (" +
                                         std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
   }
@@ -513,6 +515,7 @@ void SendComm::ReportDelivered(uint64_t now) {
 Status SendComm::Progress() {
   if (state_ == ConnState::kFailed) return failure_;
   if (state_ == ConnState::kPeerClosed) return Status::Ok();  // nothing outstanding by construction
+  if (links_.size() > 1) sched_.Observe(NowNs());
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
     for (auto& l : links_) {

@@ -24,9 +24,16 @@ TEST(LinkFsm, FollowsTheTableAndRefusesTheRest) {
   EXPECT_STREQ(LinkStateName(f.state()), "healthy");
 }
 
+// The link's sockets stay backlogged while its peer acknowledges 100 KB every 10 ms (80 Mb/s), for 2 s.
+void LearnSlowRail(Scheduler& s, int link) {
+  uint64_t t = 1'000'000'000;
+  s.OnDelivered(link, 0, true, t);
+  for (int i = 0; i < 200; ++i) s.OnDelivered(link, 100000, true, t += 10'000'000);
+}
+
 TEST(Scheduler, EvenlyLoadedRailsKeepThePrimary) {
   Scheduler s;
-  s.Reset({0, 1, 2}, {10e9, 10e9, 10e9}, nullptr, 131072);
+  s.Reset({0, 1, 2}, {10e9, 10e9, 10e9}, nullptr);
   std::vector<bool> all{true, true, true};
   EXPECT_TRUE(s.Admit(0, all, 131072));
   EXPECT_FALSE(s.Admit(1, all, 131072)) << "equal queues: the primary wins (bias)";
@@ -51,7 +58,7 @@ TEST(Scheduler, EvenlyLoadedRailsKeepThePrimary) {
 
 TEST(Scheduler, IneligibleLinksDoNotBlockOthers) {
   Scheduler s;
-  s.Reset({0, 1}, {10e9, 10e9}, nullptr, 131072);
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr);
   s.OnQueued(1, 64 << 20);
   EXPECT_FALSE(s.Admit(1, {true, true}, 131072));
   EXPECT_TRUE(s.Admit(1, {false, true}, 131072)) << "the only eligible link is always admitted";
@@ -63,8 +70,8 @@ TEST(Scheduler, IneligibleLinksDoNotBlockOthers) {
 TEST(Scheduler, CommsSharingARailSeeEachOthersLoad) {
   RailLoad loads[kMaxRails];
   Scheduler a, b;
-  a.Reset({0, 1}, {10e9, 10e9}, loads, 131072);  // a's primary is rail 0
-  b.Reset({1, 0}, {10e9, 10e9}, loads, 131072);  // b's primary is rail 1
+  a.Reset({0, 1}, {10e9, 10e9}, loads);  // a's primary is rail 0
+  b.Reset({1, 0}, {10e9, 10e9}, loads);  // b's primary is rail 1
   a.OnQueued(0, 8 << 20);                          // a is busy on rail 0
   EXPECT_EQ(b.rail_queued(1), 8 << 20) << "b's link 1 runs on rail 0";
   EXPECT_TRUE(b.Admit(0, {true, true}, 131072));
@@ -75,12 +82,9 @@ TEST(Scheduler, CommsSharingARailSeeEachOthersLoad) {
 
 TEST(Scheduler, BackloggedSamplesLearnASlowRail) {
   Scheduler s;
-  s.Reset({0, 1}, {10e9, 10e9}, nullptr, 131072);
-  // Rail 1's sockets stay backlogged and its peer acknowledges 100 KB per 10 ms (80 Mb/s).
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr);
   s.OnQueued(1, 1 << 20);
-  uint64_t t = 1'000'000'000;
-  s.OnDelivered(1, 0, true, t);
-  for (int i = 0; i < 200; ++i) s.OnDelivered(1, 100000, true, t += 10'000'000);
+  LearnSlowRail(s, 1);
   EXPECT_LT(s.BandwidthBps(1), 0.1e9);
   EXPECT_GT(s.BandwidthBps(1), 0.06e9);
   EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6) << "rail 0 was never sampled: nominal";
@@ -92,12 +96,9 @@ TEST(Scheduler, BackloggedSamplesLearnASlowRail) {
 
 TEST(Scheduler, ASlowPrimarySpillsByCompletionTime) {
   Scheduler s;
-  s.Reset({0, 1}, {10e9, 10e9}, nullptr, 131072);
-  // The primary stays backlogged and delivers 100 KB per 10 ms (80 Mb/s): far slower than rail 1.
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr);
   s.OnQueued(0, 1 << 20);
-  uint64_t t = 1'000'000'000;
-  s.OnDelivered(0, 0, true, t);
-  for (int i = 0; i < 200; ++i) s.OnDelivered(0, 100000, true, t += 10'000'000);
+  LearnSlowRail(s, 0);  // the primary: far slower than rail 1
   EXPECT_TRUE(s.Admit(1, {true, true}, 131072)) << "1 MiB on a slow primary: the fast rail finishes first";
   EXPECT_FALSE(s.Admit(0, {true, true}, 131072));
   s.OnQueued(1, 1 << 30);  // until the fast rail is as far behind in time
@@ -107,7 +108,7 @@ TEST(Scheduler, ASlowPrimarySpillsByCompletionTime) {
 
 TEST(Scheduler, DemandLimitedWindowsAreNotSamples) {
   Scheduler s;
-  s.Reset({0}, {10e9}, nullptr, 131072);
+  s.Reset({0}, {10e9}, nullptr);
   uint64_t t = 1'000'000'000;
   s.OnDelivered(0, 0, false, t);
   // One small chunk at a time: the sockets never hold unsent bytes, so the rate is the demand's.
