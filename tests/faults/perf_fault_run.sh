@@ -6,15 +6,8 @@
 # Usage: perf_fault_run.sh RERAIL_PERF PLUGIN SOURCE_DIR
 set -uo pipefail
 perf=$1 plugin=$2 src=$3
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (network namespaces, tc)"; exit 77; fi
-export RERAIL_NETNS_PREFIX=rrperft
-rails="bash $src/scripts/netns-rails.sh"
-work=$(mktemp -d)
-cleanup() { $rails down >/dev/null 2>&1; rm -rf "$work"; }
-trap cleanup EXIT
-$rails down >/dev/null 2>&1
-$rails up 2 2 >/dev/null || { echo "FAIL: netns-rails.sh up"; exit 1; }
-for h in 0 1; do for r in 0 1; do $rails slow $h $r 400mbit >/dev/null || exit 1; done; done
+source "$(dirname "$0")/lib.sh"
+fault_fabric rrperft "$src" 2 2 400mbit
 RERAIL_TCP_IFNAME=rail timeout 120 "$perf" all_reduce --plugin "$plugin" -N 2 --hosts 2 -C 2 -b 1M -e 8M -f 2 \
   -n 3 -w 1 --timeout 100 --rails-script "$src/scripts/netns-rails.sh" \
   --fault at=0.5s,host=0,rail=1,kind=slow:100mbit --fault at=1.5s,host=0,rail=1,kind=heal \
@@ -35,7 +28,7 @@ for i, name in enumerate(j["rails"]):
     assert sum(row[i] for row in j["gbps"]) > 0, name
 print("PASS: faults at %s s, rails %s" % ([round(e["t_s"], 2) for e in faults], j["rails"]))
 PY
-cleanup
+fault_cleanup
 trap - EXIT
 if ip netns list | grep -q "^rrperft-"; then echo "FAIL: namespaces left after down"; exit 1; fi
 if pgrep -f -- "--rendezvous $work" >/dev/null; then echo "FAIL: rank processes left"; exit 1; fi

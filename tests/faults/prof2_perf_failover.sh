@@ -8,16 +8,8 @@
 # Usage: prof2_perf_failover.sh RERAIL_PERF NET_PLUGIN PROFILER SOURCE_DIR
 set -uo pipefail
 perf=$1 plugin=$2 profiler=$3 src=$4
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (network namespaces)"; exit 77; fi
-export RERAIL_NETNS_PREFIX=rrprof2
-rails="bash $src/scripts/netns-rails.sh"
-work=$(mktemp -d)
-cleanup() { $rails down >/dev/null 2>&1; rm -rf "$work"; }
-trap cleanup EXIT
-$rails down >/dev/null 2>&1
-$rails up 2 2 >/dev/null || { echo "FAIL: netns-rails.sh up"; exit 1; }
-# Slow rails keep the run going well past the fault on a loaded 2-core machine.
-for h in 0 1; do for r in 0 1; do $rails slow $h $r 400mbit >/dev/null || exit 1; done; done
+source "$(dirname "$0")/lib.sh"
+fault_fabric rrprof2 "$src" 2 2 400mbit
 RERAIL_TCP_IFNAME=rail RERAIL_PROFILE_DIR="$work/prof" RERAIL_PROFILE_MASK=coll,net \
   timeout 50 "$perf" all_reduce --plugin "$plugin" --profiler "$profiler" -N 2 --hosts 2 -C 2 -b 2M -e 2M \
   -n 40 -w 1 -c 1 --timeout 45 --rails-script "$src/scripts/netns-rails.sh" \
@@ -59,7 +51,7 @@ print("PASS: failover %s at %.0f us on track '%s' inside collective #%d of %d (%
     json.dumps(f["args"]), f["ts"], names[f["tid"]], k, len(colls), c["name"], c["ts"], c["ts"] + c["dur"], len(io)))
 print("summary rails:", json.dumps(s.get("rails", s.get("per_rail", "?")))[:400])
 PY
-cleanup
+fault_cleanup
 trap - EXIT
 if ip netns list | grep -q "^rrprof2-"; then echo "FAIL: namespaces left after down"; exit 1; fi
 if pgrep -f -- "--rendezvous $work" >/dev/null; then echo "FAIL: rank processes left"; exit 1; fi
