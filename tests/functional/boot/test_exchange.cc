@@ -38,6 +38,30 @@ std::string BlobOf(int rank) {
   return b;
 }
 
+// Options of one rank with a short timeout and linger (the failure tests).
+ExchangeOptions Opts(int rank, const std::string& blob, int timeout_ms) {
+  ExchangeOptions o;
+  o.rank = rank;
+  o.blob = blob;
+  o.timeout_ms = timeout_ms;
+  o.linger_ms = 1;
+  return o;
+}
+
+// Collects the WARN lines logged while it captures (from any thread); Stop() ends the capture.
+struct WarnCapture {
+  std::mutex mu;
+  std::vector<std::string> warns;
+  WarnCapture() {
+    log::SetCapture([this](log::Level l, const std::string& line) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (l == log::Level::kWarn) warns.push_back(line);
+    });
+  }
+  ~WarnCapture() { Stop(); }
+  void Stop() { log::SetCapture(nullptr); }
+};
+
 void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = nullptr,
             ExchangeAlgorithm algo = ExchangeAlgorithm::kBruck) {
   int n = job.nranks();
@@ -45,12 +69,7 @@ void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = 
   std::vector<Status> results(n);
   std::vector<std::vector<std::string>> tables(n);
   if (stats) stats->resize(n);
-  std::mutex mu;
-  std::vector<std::string> warns;  // a healthy exchange logs no WARN (no stranger, no bad transition)
-  log::SetCapture([&](log::Level l, const std::string& line) {
-    std::lock_guard<std::mutex> lk(mu);
-    if (l == log::Level::kWarn) warns.push_back(line);
-  });
+  WarnCapture cap;  // a healthy exchange logs no WARN (no stranger, no bad transition)
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       ExchangeOptions o;
@@ -65,8 +84,8 @@ void RunAll(const Job& job, uint64_t group, std::vector<ExchangeStats>* stats = 
     });
   }
   for (auto& t : threads) t.join();
-  log::SetCapture(nullptr);
-  EXPECT_TRUE(warns.empty()) << warns.front();
+  cap.Stop();
+  EXPECT_TRUE(cap.warns.empty()) << cap.warns.front();
   for (int r = 0; r < n; ++r) {
     ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].ToString();
     ASSERT_EQ(tables[r].size(), static_cast<size_t>(n));
@@ -116,21 +135,16 @@ TEST(BootExchange, RingUsesOneConnectionEachWay) {
 
 TEST(BootExchange, MixedAlgorithmsAreRejected) {
   auto job = MakeJob(1, 2, 27);
-  log::SetCapture([](log::Level, const std::string&) {});
-  ExchangeOptions a;
-  a.rank = 0;
-  a.blob = "x";
-  a.timeout_ms = 400;
-  a.linger_ms = 1;
-  ExchangeOptions b = a;
-  b.rank = 1;
+  WarnCapture quiet;
+  ExchangeOptions a = Opts(0, "x", 400);
+  ExchangeOptions b = Opts(1, "x", 400);
   b.algorithm = ExchangeAlgorithm::kRing;
   Status sa, sb;
   std::vector<std::string> oa, ob;
   std::thread t([&] { sa = AllGather(*job, a, &oa); });
   sb = AllGather(*job, b, &ob);
   t.join();
-  log::SetCapture(nullptr);
+  quiet.Stop();
   EXPECT_FALSE(sa.ok());
   EXPECT_FALSE(sb.ok());
 }
@@ -158,29 +172,16 @@ TEST(BootExchange, ConsecutiveGroupsDoNotCollide) {
 TEST(BootExchange, StrangerWithWrongMagicIsRejected) {
   auto job = MakeJob(1, 2, 40, "job-A");
   auto other = MakeJob(1, 2, 40, "job-B");  // same hosts and ports, another job id
-  std::vector<std::string> warns;
-  log::SetCapture([&](log::Level l, const std::string& line) {
-    if (l == log::Level::kWarn) warns.push_back(line);
-  });
-  ExchangeOptions o;
-  o.rank = 1;
-  o.blob = BlobOf(1);
-  o.timeout_ms = 5000;
-  o.linger_ms = 1;
+  WarnCapture cap;
   std::unique_ptr<Exchange> server;
-  ASSERT_TRUE(Exchange::Start(*job, o, &server).ok());  // rank 1 of job A listens
-  ExchangeOptions s;
-  s.rank = 0;
-  s.blob = BlobOf(0);
-  s.timeout_ms = 400;
-  s.linger_ms = 1;
+  ASSERT_TRUE(Exchange::Start(*job, Opts(1, BlobOf(1), 5000), &server).ok());  // rank 1 of job A listens
   std::vector<std::string> out;
-  Status st = AllGather(*other, s, &out);  // rank 0 of job B pulls from job A's rank 1
-  log::SetCapture(nullptr);
+  Status st = AllGather(*other, Opts(0, BlobOf(0), 400), &out);  // rank 0 of job B pulls from job A's rank 1
+  cap.Stop();
   EXPECT_EQ(st.code(), Code::kRemoteError);
   EXPECT_NE(st.message().find("another job or group holds the planned port"), std::string::npos) << st.message();
-  ASSERT_FALSE(warns.empty());
-  EXPECT_NE(warns[0].find("rejected a stranger"), std::string::npos) << warns[0];
+  ASSERT_FALSE(cap.warns.empty());
+  EXPECT_NE(cap.warns[0].find("rejected a stranger"), std::string::npos) << cap.warns[0];
   EXPECT_GE(server->Stats().strangers, 1);
   server->Close();
 }
@@ -189,10 +190,7 @@ TEST(BootExchange, StrangerWithWrongMagicIsRejected) {
 // the exchange running on that port.
 TEST(BootExchange, GarbageFromAStrangerDoesNotDisturb) {
   auto job = MakeJob(1, 2, 45);
-  std::vector<std::string> warns;
-  log::SetCapture([&](log::Level l, const std::string& line) {
-    if (l == log::Level::kWarn) warns.push_back(line);
-  });
+  WarnCapture cap;
   ExchangeOptions o;
   o.rank = 1;
   o.blob = BlobOf(1);
@@ -229,30 +227,24 @@ TEST(BootExchange, GarbageFromAStrangerDoesNotDisturb) {
   ASSERT_TRUE(AllGather(*job, p, &out0).ok());
   ASSERT_TRUE(ex->Wait(&out1).ok());
   ex->Close();
-  log::SetCapture(nullptr);
+  cap.Stop();
   EXPECT_EQ(out1[0], BlobOf(0));
   EXPECT_EQ(out0[1], BlobOf(1));
-  ASSERT_EQ(warns.size(), 1u);
-  EXPECT_NE(warns[0].find("rejected a stranger from 127."), std::string::npos) << warns[0];
+  ASSERT_EQ(cap.warns.size(), 1u);
+  EXPECT_NE(cap.warns[0].find("rejected a stranger from 127."), std::string::npos) << cap.warns[0];
 }
 
 TEST(BootExchange, MismatchedBlobSizeIsRejected) {
   auto job = MakeJob(1, 2, 50);
-  log::SetCapture([](log::Level, const std::string&) {});
-  ExchangeOptions a;
-  a.rank = 1;
-  a.blob = "short";
-  a.timeout_ms = 400;
-  a.linger_ms = 1;
-  ExchangeOptions b = a;
-  b.rank = 0;
-  b.blob = "a longer blob";
+  WarnCapture quiet;
+  ExchangeOptions a = Opts(1, "short", 400);
+  ExchangeOptions b = Opts(0, "a longer blob", 400);
   Status sa, sb;
   std::vector<std::string> oa, ob;
   std::thread t([&] { sa = AllGather(*job, a, &oa); });
   sb = AllGather(*job, b, &ob);
   t.join();
-  log::SetCapture(nullptr);
+  quiet.Stop();
   EXPECT_FALSE(sa.ok());
   EXPECT_FALSE(sb.ok());
   EXPECT_NE(sb.message().find("mismatch"), std::string::npos) << sb.message();
@@ -260,13 +252,8 @@ TEST(BootExchange, MismatchedBlobSizeIsRejected) {
 
 TEST(BootExchange, TimeoutNamesTheMissingPeer) {
   auto job = MakeJob(2, 1, 60);
-  ExchangeOptions o;
-  o.rank = 0;
-  o.blob = "x";
-  o.timeout_ms = 300;
-  o.linger_ms = 1;
   std::vector<std::string> out;
-  Status st = AllGather(*job, o, &out);
+  Status st = AllGather(*job, Opts(0, "x", 300), &out);
   EXPECT_EQ(st.code(), Code::kRemoteError);
   EXPECT_NE(st.message().find("waiting for rank 1"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("Connection refused"), std::string::npos) << st.message();
