@@ -250,6 +250,7 @@ class SendComm final : public Comm {
   void OnChunkWritten(const Frame& f);
   Status ReadControl(TxLink& l);
   void OnAck(uint64_t ack);
+  void ForgetBacklogIfIdle();
   void FailLink(TxLink& l, const std::string& why, bool peer_closed);
   void PostFailover(const TxLink& l, const std::string& why, size_t bytes, size_t chunks, uint64_t now);
   void PostRetransmit(int to_link);
@@ -265,6 +266,7 @@ class SendComm final : public Comm {
   TxMsg msgs_[RxTracker::kWindow];
   Scheduler sched_;
   std::vector<bool> eligible_;    // scratch for the scheduler
+  int64_t pending_bytes_ = 0;     // bytes of posted messages (and re-sends) not handed to a link yet
   std::deque<ChunkRef> requeue_;  // chunks of failed links waiting to be re-sent
   std::deque<Frame> notices_;     // control frames for the peer (link-down notices)
   uint64_t next_seq_ = 0;

@@ -80,6 +80,8 @@ void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
   l.rx.clear();
   l.out.clear();
   ++l.epoch;
+  ack_sent_ = 0;  // the dropped link may have carried the last ack: announce it again on a survivor
+  ack_urgent_ = true;
   int live = LiveLinks();
   if (live == 0) {
     if (peer_closed) {
@@ -226,16 +228,20 @@ Status RecvComm::FlushControl(uint64_t now, bool flush_acks) {
   uint64_t prefix = tracker_.completed_prefix();
   bool ack_due = prefix != ack_sent_ && (flush_acks || ack_urgent_ || eager_unacked_ >= kEagerAckEvery ||
                                          eager_unacked_bytes_ >= cfg_.eager_pool / 2);
+  // The first two live links carry the ack: an ack lost with a failing link would otherwise wait
+  // for this comm's next call, which may never come (the receiver has nothing left to receive).
+  int copies = ack_due ? 2 : 0;
   for (size_t idx = 0; idx < links_.size(); ++idx) {
     RxLink& l = links_[idx];
     if (!l.link) continue;
-    if (ack_due) {  // the first live link carries the ack
+    if (copies > 0) {
       l.out.push_back(Frame{FrameMagic(FrameType::kAck), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});
-      ack_due = false;
-      ack_sent_ = prefix;
-      ack_urgent_ = false;
-      eager_unacked_ = 0;
-      eager_unacked_bytes_ = 0;
+      if (copies-- == 2) {  // a failed write below (DropLink) asks for the ack again
+        ack_sent_ = prefix;
+        ack_urgent_ = false;
+        eager_unacked_ = 0;
+        eager_unacked_bytes_ = 0;
+      }
     }
     if (now - l.last_hb_ns >= cfg_.heartbeat_ns && l.out.size() < 4) {
       l.out.push_back(Frame{FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});
@@ -248,7 +254,6 @@ Status RecvComm::FlushControl(uint64_t now, bool flush_acks) {
       IoState st = l.link->Writev(0, &iov, 1, &n, &err);
       if (st == IoState::kAgain) break;
       if (st != IoState::kOk) {
-        ack_sent_ = 0;  // re-announce the ack on a survivor
         DropLink(static_cast<int>(idx), std::string("sending control failed: ") + strerror(err),
                  err == ECONNRESET || err == EPIPE);
         if (state_ == ConnState::kFailed) return failure_;

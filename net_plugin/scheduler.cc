@@ -16,6 +16,7 @@ void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& n
   nominal_.resize(n);
   for (size_t i = 0; i < n; ++i) nominal_[i] = std::max(nominal_bps[i], 1e6) / 8e9;
   own_.assign(n, 0);
+  own_backlog_.assign(n, 0);
   avg_.assign(n, 0);
   last_observe_ns_ = 0;
 }
@@ -23,10 +24,27 @@ void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& n
 void Scheduler::OnQueued(int link, int64_t delta) {
   own_[link] += delta;
   load(link).queued.fetch_add(delta, std::memory_order_relaxed);
+  // The kernel cannot hold more of this comm's bytes than the peer has not acknowledged (plus
+  // headers and control frames): acknowledged messages refresh the backlog between kernel reads,
+  // and a comm with nothing outstanding, which NCCL may never call again, leaves none behind.
+  int64_t bound = own_[link] <= 0 ? 0 : own_[link] + kHeaderSlack;
+  if (own_backlog_[link] > bound) OnKernelQueue(link, static_cast<uint64_t>(bound));
 }
 
 void Scheduler::ClearQueued(int link) {
   if (own_[link] != 0) OnQueued(link, -own_[link]);
+  OnKernelQueue(link, 0);
+}
+
+void Scheduler::OnWritten(int link, size_t bytes) {
+  own_backlog_[link] += static_cast<int64_t>(bytes);
+  load(link).backlog.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+}
+
+void Scheduler::OnKernelQueue(int link, uint64_t outq_bytes) {
+  int64_t delta = static_cast<int64_t>(outq_bytes) - own_backlog_[link];
+  own_backlog_[link] += delta;
+  if (delta != 0) load(link).backlog.fetch_add(delta, std::memory_order_relaxed);
 }
 
 void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now) {
@@ -69,9 +87,12 @@ void Scheduler::Observe(uint64_t now_ns) {
 }
 
 double Scheduler::Ect(int link, size_t chunk, bool primary_eligible) const {
-  double q = static_cast<double>(std::max<int64_t>(rail_queued(link), 0) + static_cast<int64_t>(chunk));
-  double t = q / Bw(link);
+  int64_t backlog = std::max<int64_t>(rail_backlog(link), 0);
+  double t = static_cast<double>(backlog + static_cast<int64_t>(chunk)) / Bw(link);
   if (link == 0 || !primary_eligible || Bw(0) < kSameSpeed * Bw(link)) return t;
+  // A rail about to run dry takes work from a primary with a queue: idle rails are what makes the
+  // end of a collective (one channel still busy, the others done) slow.
+  if (backlog < kStarveChunks * static_cast<int64_t>(chunk)) return t + 2 * static_cast<double>(chunk) / Bw(link);
   // Another rail about as fast as a working primary: only while the primary rail has carried
   // clearly more load for a while (two channels on one NIC, a failed rail's traffic) — a transient
   // difference is not worth the head-of-line waits of moving chunks.
@@ -79,13 +100,30 @@ double Scheduler::Ect(int link, size_t chunk, bool primary_eligible) const {
   return t + static_cast<double>(chunk) / Bw(link);
 }
 
-bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk) const {
+bool Scheduler::RailFull(int link, size_t chunk) const {
+  double cap = std::max(Bw(link) * kMaxQueueNs, static_cast<double>(kMinQueueChunks * static_cast<int64_t>(chunk)));
+  return static_cast<double>(rail_backlog(link)) + static_cast<double>(chunk) > cap;
+}
+
+bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const {
+  if (RailFull(link, chunk)) return false;
   bool primary = eligible[0];
   double best = std::numeric_limits<double>::infinity();
+  double rest_bytes = static_cast<double>(pending), rest_bw = 0;
   for (size_t i = 0; i < devs_.size(); ++i) {
-    if (eligible[i]) best = std::min(best, Ect(static_cast<int>(i), chunk, primary));
+    if (!eligible[i]) continue;
+    best = std::min(best, Ect(static_cast<int>(i), chunk, primary));
+    if (static_cast<int>(i) != link) {
+      rest_bytes += static_cast<double>(std::max<int64_t>(rail_backlog(static_cast<int>(i)), 0));
+      rest_bw += Bw(static_cast<int>(i));
+    }
   }
-  return Ect(link, chunk, primary) <= best + 0.5 * static_cast<double>(chunk) / Bw(link);
+  double mine = Ect(link, chunk, primary);
+  if (mine <= best + 0.5 * static_cast<double>(chunk) / Bw(link)) return true;
+  // Backlogs are capped, so the comm's pending bytes wait here rather than in the kernel: a rail
+  // that would not finish this chunk first still takes it if the others need longer than that for
+  // everything pending (a slow rail keeps its share; the end of a message stays on the fast ones).
+  return rest_bw > 0 && mine <= rest_bytes / rest_bw;
 }
 
 }  // namespace rr::net

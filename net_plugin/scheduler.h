@@ -44,6 +44,7 @@ constexpr int kMaxRails = 16;
 // Load and bandwidth of one local rail, shared by every send comm of a plugin context.
 struct RailLoad {
   std::atomic<int64_t> queued{0};     // bytes handed to the rail's links, not yet acknowledged
+  std::atomic<int64_t> backlog{0};    // bytes written to the rail's sockets, not yet TCP-acknowledged
   std::atomic<double> bw{0};          // bytes/ns measured; 0 until the first sample
   std::mutex mu;                      // guards the window below
   uint64_t win_start_ns = 0;
@@ -60,6 +61,10 @@ class Scheduler {
   static constexpr double kLoadTauNs = 200e6;     // time constant of the smoothed rail loads
   static constexpr double kNever = 1e30;
   static constexpr double kSameSpeed = 0.75;     // bw(primary) >= this x bw(other): "as fast"
+  static constexpr int64_t kStarveChunks = 2;    // a rail with less backlog is about to run dry
+  static constexpr double kMaxQueueNs = 20e6;     // a rail's kernel backlog is kept below this much time
+  static constexpr int64_t kMinQueueChunks = 2;  // ... but at least this many chunks
+  static constexpr int64_t kHeaderSlack = 64 * 1024;  // headers and control frames above the payload
 
   // Per link: its local device (index into `loads`) and nominal speed (bits/s). `loads` is the
   // plugin context's table (kMaxRails entries); nullptr gives the scheduler a private one (tests).
@@ -67,16 +72,25 @@ class Scheduler {
   // Bytes handed to (+) or taken back from (-) a link: acknowledged or re-queued elsewhere.
   void OnQueued(int link, int64_t delta);
   void ClearQueued(int link);  // the link failed: everything it held is taken back
+  // Bytes written to a link's sockets (counted at once), and the kernel's count of written bytes not
+  // yet acknowledged (SIOCOUTQ, read every kReportNs), which replaces the running count.
+  void OnWritten(int link, size_t bytes);
+  void OnKernelQueue(int link, uint64_t outq_bytes);
   // Bytes of `link` the peer's TCP acknowledged since the last report (every kReportNs or so), and
   // whether the link's sockets still held bytes not yet sent (the rail, not the demand, was the limit).
   void OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now_ns);
   // Updates the comm's smoothed view of every rail's load (call before Admit).
   void Observe(uint64_t now_ns);
   // eligible[i]: link i may carry data at all (healthy, allowed by policy). Link 0 is the primary.
-  bool Admit(int link, const std::vector<bool>& eligible, size_t chunk) const;
+  // `pending`: the comm's bytes not handed to any link yet (the chunk included).
+  bool Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const;
   double BandwidthBps(int link) const { return Bw(link) * 8e9; }
+  // True when the rail of `link` already holds its share of queued time (kMaxQueueNs): more bytes
+  // would only wait in the kernel, bound to this rail, and delay what follows on it (acks included).
+  bool RailFull(int link, size_t chunk) const;
   int64_t queued(int link) const { return own_[link]; }
   int64_t rail_queued(int link) const { return load(link).queued.load(std::memory_order_relaxed); }
+  int64_t rail_backlog(int link) const { return load(link).backlog.load(std::memory_order_relaxed); }
 
  private:
   RailLoad& load(int link) const { return loads_[devs_[link]]; }
@@ -88,6 +102,7 @@ class Scheduler {
   std::vector<int> devs_;
   std::vector<double> nominal_;  // bytes per ns
   std::vector<int64_t> own_;     // this comm's share of each rail's queued bytes
+  std::vector<int64_t> own_backlog_;  // this comm's share of each rail's backlog
   std::vector<double> avg_;      // each rail's queued bytes, smoothed over kLoadTauNs
   uint64_t last_observe_ns_ = 0;
 };

@@ -179,6 +179,7 @@ Status SendComm::Isend(const void* data, size_t size, void* phandle, Request** r
   if (r == nullptr) return Status::Ok();
   TxMsg& m = msgs_[next_seq_ % RxTracker::kWindow];
   m.seq = next_seq_++;
+  pending_bytes_ += static_cast<int64_t>(size);
   m.data = static_cast<const uint8_t*>(data);
   m.size = size;
   m.next_off = 0;
@@ -226,13 +227,16 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
   int idx = static_cast<int>(&l - links_.data());
   if (links_.size() > 1) {
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
-    if (!sched_.Admit(idx, eligible_, cfg_.chunk)) return false;  // another rail would finish it sooner
+    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
+      return false;  // another rail would finish it sooner, or this one holds enough
+    }
   }
   ChunkRef c{};
   bool have = false;
   while (!requeue_.empty() && !have) {
     c = requeue_.front();
     requeue_.pop_front();
+    pending_bytes_ -= c.len;
     have = c.seq >= acked_;
   }
   if (have) ++resent_chunks_, resent_bytes_ += c.len;
@@ -242,6 +246,7 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
     TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
     c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
     m.next_off += c.len;
+    pending_bytes_ -= c.len;
     if (m.next_off >= m.size) m.scheduled = true;
   }
   const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
@@ -277,6 +282,7 @@ Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
       return Status::Ok();
     }
     *progressed = true;
+    sched_.OnWritten(static_cast<int>(&l - links_.data()), n);
     if (cfg_.board) cfg_.board->AddBytes(l.plan.local_dev, n, 0);
     l.bytes += n;
     s.done += n;
@@ -294,6 +300,16 @@ void SendComm::OnChunkWritten(const Frame& f) {
   if (m.written < m.size) return;
   m.req->state = ReqState::kDone;
   m.req = nullptr;
+  ForgetBacklogIfIdle();
+}
+
+// With no request of this comm open, NCCL may never call it again: its share of the rails' kernel
+// backlog (eager bytes not yet acknowledged) must not linger and hold other comms off those rails.
+void SendComm::ForgetBacklogIfIdle() {
+  for (uint64_t s = acked_; s < next_seq_; ++s) {
+    if (msgs_[s % RxTracker::kWindow].req != nullptr) return;
+  }
+  for (size_t i = 0; i < links_.size(); ++i) sched_.OnKernelQueue(static_cast<int>(i), 0);
 }
 
 void SendComm::OnAck(uint64_t ack) {
@@ -311,6 +327,7 @@ void SendComm::OnAck(uint64_t ack) {
       q.pop_front();
     }
   }
+  ForgetBacklogIfIdle();
 }
 
 Status SendComm::ReadControl(TxLink& l) {
@@ -369,6 +386,7 @@ void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
   for (const ChunkRef& c : l.inflight) {
     if (c.seq < acked_) continue;
     requeue_.push_back(c);
+    pending_bytes_ += c.len;
     bytes += c.len;
     ++chunks;
   }
@@ -499,16 +517,17 @@ void SendComm::ReportDelivered(uint64_t now) {
   next_report_ns_ = now + Scheduler::kReportNs;
   for (size_t i = 0; i < links_.size(); ++i) {
     TxLink& l = links_[i];
-    uint64_t acked = 0, notsent = 0;
-    if (!l.fsm.usable() || !l.link || !l.link->TxCounters(&acked, &notsent)) {
+    uint64_t acked = 0, notsent = 0, outq = 0;
+    if (!l.fsm.usable() || !l.link || !l.link->TxCounters(&acked, &notsent, &outq)) {
       l.acked_base = UINT64_MAX;
       continue;
     }
     // An idle link (nothing acknowledged, nothing waiting) says nothing about its rail.
     if (l.acked_base != UINT64_MAX && acked >= l.acked_base && (acked > l.acked_base || notsent > 0)) {
-      sched_.OnDelivered(static_cast<int>(i), acked - l.acked_base, notsent > 0, now);
+      sched_.OnDelivered(static_cast<int>(i), acked - l.acked_base, notsent > 0 || sched_.RailFull(static_cast<int>(i), cfg_.chunk), now);
     }
     l.acked_base = acked;
+    sched_.OnKernelQueue(static_cast<int>(i), outq);
   }
 }
 

@@ -71,9 +71,11 @@ class Link {
   // 0 when nothing is in flight. A slow but alive peer keeps it near zero (its kernel acks; a zero
   // window leaves nothing in flight); a black hole makes it grow.
   virtual uint32_t StallMs(uint64_t now_ns) = 0;
-  // Send-side counters summed over the streams: bytes the peer acknowledged so far, and bytes written
-  // but not yet sent (the transport, not the writer, is the limit while > 0). False if unavailable.
-  virtual bool TxCounters(uint64_t* acked_bytes, uint64_t* notsent_bytes) = 0;
+  // Send-side counters summed over the streams: bytes the peer acknowledged so far, bytes written
+  // but not yet sent (the transport, not the writer, is the limit while > 0), and bytes written but
+  // not yet acknowledged (queued in the kernel or in flight: how long the link needs to drain).
+  // False if unavailable.
+  virtual bool TxCounters(uint64_t* acked_bytes, uint64_t* notsent_bytes, uint64_t* outq_bytes) = 0;
 };
 
 class Listener {

@@ -39,6 +39,7 @@ struct TcpProgress {
   uint64_t bytes_acked = 0;       // cumulative bytes the peer acknowledged (snd_una progress)
   uint32_t last_ack_recv_ms = 0;  // since the last ACK segment arrived (any ACK, even a duplicate)
   uint32_t notsent_bytes = 0;     // written by the application, not yet sent
+  uint32_t outq_bytes = 0;        // written, not yet acknowledged (SIOCOUTQ: unsent + in flight)
 };
 // False when TCP_INFO fails or the kernel lacks tcpi_bytes_acked.
 bool ReadTcpProgress(int fd, TcpProgress* out);
@@ -54,7 +55,7 @@ class TcpLink final : public Link {
   IoState Read(int stream, void* buf, size_t len, size_t* n, int* err) override;
   std::string Describe() const override { return desc_; }
   uint32_t StallMs(uint64_t now_ns) override;
-  bool TxCounters(uint64_t* acked_bytes, uint64_t* notsent_bytes) override;
+  bool TxCounters(uint64_t* acked_bytes, uint64_t* notsent_bytes, uint64_t* outq_bytes) override;
 
  private:
   struct Progress {

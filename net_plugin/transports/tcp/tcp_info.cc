@@ -2,7 +2,9 @@
 // (glibc's <netinet/tcp.h> stops before tcpi_bytes_acked). Kept in its own file because the two
 // headers cannot be included together.
 #include <linux/tcp.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "tcp.h"
@@ -19,6 +21,8 @@ bool ReadTcpProgress(int fd, TcpProgress* out) {
   out->bytes_acked = ti.tcpi_bytes_acked;
   out->last_ack_recv_ms = ti.tcpi_last_ack_recv;
   out->notsent_bytes = len >= offsetof(tcp_info, tcpi_notsent_bytes) + sizeof(ti.tcpi_notsent_bytes) ? ti.tcpi_notsent_bytes : 0;
+  int outq = 0;
+  out->outq_bytes = ioctl(fd, SIOCOUTQ, &outq) == 0 && outq > 0 ? static_cast<uint32_t>(outq) : 0;
   return true;
 }
 

@@ -69,13 +69,14 @@ uint32_t TcpLink::StallMs(uint64_t now_ns) {
   return static_cast<uint32_t>(worst / 1000000);
 }
 
-bool TcpLink::TxCounters(uint64_t* acked_bytes, uint64_t* notsent_bytes) {
-  *acked_bytes = *notsent_bytes = 0;
+bool TcpLink::TxCounters(uint64_t* acked_bytes, uint64_t* notsent_bytes, uint64_t* outq_bytes) {
+  *acked_bytes = *notsent_bytes = *outq_bytes = 0;
   for (int fd : fds_) {
     TcpProgress tp;
     if (!ReadTcpProgress(fd, &tp)) return false;
     *acked_bytes += tp.bytes_acked;
     *notsent_bytes += tp.notsent_bytes;
+    *outq_bytes += tp.outq_bytes;
   }
   return true;
 }

@@ -31,37 +31,78 @@ void LearnSlowRail(Scheduler& s, int link) {
   for (int i = 0; i < 200; ++i) s.OnDelivered(link, 100000, true, t += 10'000'000);
 }
 
+constexpr size_t kChunk = 131072;
+
+// A rail's load as the send path reports it: bytes handed to its links (not yet acknowledged by the
+// receiver) that also sit in the kernel (written, not yet acknowledged by TCP).
+void Load(Scheduler& s, int link, int64_t bytes) {
+  s.OnQueued(link, bytes);
+  if (bytes > 0) s.OnWritten(link, static_cast<size_t>(bytes));
+}
+
 TEST(Scheduler, EvenlyLoadedRailsKeepThePrimary) {
   Scheduler s;
   s.Reset({0, 1, 2}, {10e9, 10e9, 10e9}, nullptr);
   std::vector<bool> all{true, true, true};
-  EXPECT_TRUE(s.Admit(0, all, 131072));
-  EXPECT_FALSE(s.Admit(1, all, 131072)) << "equal queues: the primary wins (bias)";
+  EXPECT_TRUE(s.Admit(0, all, kChunk, kChunk));
+  EXPECT_FALSE(s.Admit(1, all, kChunk, kChunk)) << "idle rails, one chunk to send: the primary wins (bias)";
   uint64_t t = 1'000'000'000;
-  for (int i = 0; i < 3; ++i) s.OnQueued(i, 4 << 20);  // every rail busy
-  s.OnQueued(0, 512 << 10);
+  for (int i = 0; i < 3; ++i) Load(s, i, 4 << 20);  // every rail busy
+  Load(s, 0, 512 << 10);
   s.Observe(t += 1'000'000'000);  // for longer than the smoothing time
-  EXPECT_TRUE(s.Admit(0, all, 131072)) << "rails of the same speed: 12 % behind is no reason to move";
-  EXPECT_FALSE(s.Admit(1, all, 131072));
-  s.OnQueued(0, 3584 << 10);  // the primary rail carries twice the others' load (two channels on it)
-  EXPECT_FALSE(s.Admit(1, all, 131072)) << "not for a moment: the smoothed load decides";
+  EXPECT_TRUE(s.Admit(0, all, kChunk, 64 << 20)) << "rails of the same speed: 12 % behind is no reason to move";
+  EXPECT_FALSE(s.Admit(1, all, kChunk, 64 << 20));
+  Load(s, 0, 3584 << 10);  // the primary rail carries twice the others' load (two channels on it)
+  EXPECT_FALSE(s.Admit(1, all, kChunk, 64 << 20)) << "not for a moment: the smoothed load decides";
   s.Observe(t += 1'000'000'000);
-  EXPECT_TRUE(s.Admit(1, all, 131072)) << "twice as far behind: spill";
-  EXPECT_TRUE(s.Admit(2, all, 131072));
-  EXPECT_FALSE(s.Admit(0, all, 131072));
-  s.OnQueued(0, -(8 << 20));
-  s.OnQueued(1, -(4 << 20));
-  s.OnQueued(2, -(4 << 20));
-  EXPECT_TRUE(s.Admit(0, all, 131072));
+  EXPECT_TRUE(s.Admit(1, all, kChunk, 64 << 20)) << "twice as far behind: spill";
+  EXPECT_TRUE(s.Admit(2, all, kChunk, 64 << 20));
+  EXPECT_TRUE(s.Admit(0, all, kChunk, 64 << 20)) << "64 MiB pending: every rail works";
+  EXPECT_FALSE(s.Admit(0, all, kChunk, kChunk)) << "the last chunk goes where it finishes first";
+  Load(s, 0, -(8 << 20));
+  Load(s, 1, -(4 << 20));
+  Load(s, 2, -(4 << 20));
   EXPECT_EQ(s.queued(0), 0);
+  EXPECT_EQ(s.rail_backlog(0), 0) << "nothing unacknowledged by the receiver: nothing left in the kernel";
+  EXPECT_TRUE(s.Admit(0, all, kChunk, kChunk));
+}
+
+TEST(Scheduler, ARailRunningDryTakesWorkFromABusyPrimary) {
+  Scheduler s;
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr);
+  Load(s, 0, 8 << 20);
+  Load(s, 1, 8 << 20);
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "both rails busy: the primary keeps its chunks";
+  s.OnKernelQueue(1, 0);  // rail 1's kernel drained (its own channel is done)
+  EXPECT_TRUE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "an idle rail next to a queue of 8 MiB";
+  s.OnKernelQueue(0, 0);
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, kChunk)) << "the primary is idle too: no reason to move";
+}
+
+TEST(Scheduler, AFullRailTakesNothingUntilTheKernelDrains) {
+  Scheduler s;
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr);
+  LearnSlowRail(s, 0);  // 10 MB/s: 20 ms of queue is 200 KB, less than two chunks
+  EXPECT_FALSE(s.RailFull(0, kChunk));
+  s.OnWritten(0, kChunk);
+  EXPECT_FALSE(s.RailFull(0, kChunk)) << "two chunks are always allowed";
+  s.OnWritten(0, kChunk);
+  EXPECT_TRUE(s.RailFull(0, kChunk));
+  EXPECT_FALSE(s.Admit(0, {true, false}, kChunk, 64 << 20)) << "even the only eligible link waits";
+  s.OnKernelQueue(0, 4096);  // TCP acknowledged most of it
+  EXPECT_FALSE(s.RailFull(0, kChunk));
+  EXPECT_TRUE(s.Admit(0, {true, false}, kChunk, 64 << 20));
+  EXPECT_EQ(s.rail_backlog(0), 4096);
+  s.ClearQueued(0);
+  EXPECT_EQ(s.rail_backlog(0), 0) << "a failed link leaves no backlog behind";
 }
 
 TEST(Scheduler, IneligibleLinksDoNotBlockOthers) {
   Scheduler s;
   s.Reset({0, 1}, {10e9, 10e9}, nullptr);
-  s.OnQueued(1, 64 << 20);
-  EXPECT_FALSE(s.Admit(1, {true, true}, 131072));
-  EXPECT_TRUE(s.Admit(1, {false, true}, 131072)) << "the only eligible link is always admitted";
+  Load(s, 1, 16 << 20);
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, kChunk));
+  EXPECT_TRUE(s.Admit(1, {false, true}, kChunk, kChunk)) << "the only eligible link is always admitted";
   s.ClearQueued(1);
   EXPECT_EQ(s.queued(1), 0);
   EXPECT_EQ(s.rail_queued(1), 0);
@@ -72,38 +113,53 @@ TEST(Scheduler, CommsSharingARailSeeEachOthersLoad) {
   Scheduler a, b;
   a.Reset({0, 1}, {10e9, 10e9}, loads);  // a's primary is rail 0
   b.Reset({1, 0}, {10e9, 10e9}, loads);  // b's primary is rail 1
-  a.OnQueued(0, 8 << 20);                          // a is busy on rail 0
+  Load(a, 0, 8 << 20);                     // a is busy on rail 0
   EXPECT_EQ(b.rail_queued(1), 8 << 20) << "b's link 1 runs on rail 0";
-  EXPECT_TRUE(b.Admit(0, {true, true}, 131072));
-  EXPECT_FALSE(b.Admit(1, {true, true}, 131072)) << "rail 0 is 8 MiB behind: b keeps off it";
+  EXPECT_EQ(b.rail_backlog(1), 8 << 20);
+  EXPECT_TRUE(b.Admit(0, {true, true}, kChunk, 64 << 20));
+  EXPECT_FALSE(b.Admit(1, {true, true}, kChunk, 64 << 20)) << "rail 0 is 8 MiB behind: b keeps off it";
   a.ClearQueued(0);
   EXPECT_EQ(loads[0].queued.load(), 0);
+  EXPECT_EQ(loads[0].backlog.load(), 0);
 }
 
 TEST(Scheduler, BackloggedSamplesLearnASlowRail) {
   Scheduler s;
   s.Reset({0, 1}, {10e9, 10e9}, nullptr);
-  s.OnQueued(1, 1 << 20);
+  Load(s, 1, 1 << 20);
   LearnSlowRail(s, 1);
   EXPECT_LT(s.BandwidthBps(1), 0.1e9);
   EXPECT_GT(s.BandwidthBps(1), 0.06e9);
   EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6) << "rail 0 was never sampled: nominal";
   // Rail 0 has as much queued but is 100x faster: rail 1 gets nothing more.
-  s.OnQueued(0, 1 << 20);
-  EXPECT_TRUE(s.Admit(0, {true, true}, 131072));
-  EXPECT_FALSE(s.Admit(1, {true, true}, 131072));
+  Load(s, 0, 1 << 20);
+  EXPECT_TRUE(s.Admit(0, {true, true}, kChunk, 64 << 20));
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 64 << 20));
+}
+
+TEST(Scheduler, ASlowRailKeepsItsShareWhileMuchIsPending) {
+  Scheduler s;
+  s.Reset({0, 1}, {0.2e9, 10e9}, nullptr);  // primary 200 Mb/s (nominal), rail 1 learns 80 Mb/s
+  LearnSlowRail(s, 1);
+  Load(s, 0, 400 << 10);  // the primary holds its 20 ms of queue
+  EXPECT_TRUE(s.Admit(1, {true, true}, kChunk, 16 << 20))
+      << "16 MiB pending: the primary needs far longer than the slow rail needs for one chunk";
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, kChunk)) << "the last chunk stays on the fast primary";
+  Load(s, 1, 256 << 10);
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "the slow rail holds its two chunks";
 }
 
 TEST(Scheduler, ASlowPrimarySpillsByCompletionTime) {
   Scheduler s;
   s.Reset({0, 1}, {10e9, 10e9}, nullptr);
-  s.OnQueued(0, 1 << 20);
+  Load(s, 0, 1 << 20);
   LearnSlowRail(s, 0);  // the primary: far slower than rail 1
-  EXPECT_TRUE(s.Admit(1, {true, true}, 131072)) << "1 MiB on a slow primary: the fast rail finishes first";
-  EXPECT_FALSE(s.Admit(0, {true, true}, 131072));
-  s.OnQueued(1, 1 << 30);  // until the fast rail is as far behind in time
-  EXPECT_TRUE(s.Admit(0, {true, true}, 131072));
-  EXPECT_FALSE(s.Admit(1, {true, true}, 131072));
+  EXPECT_TRUE(s.Admit(1, {true, true}, kChunk, 64 << 20)) << "1 MiB on a slow primary: the fast rail finishes first";
+  EXPECT_FALSE(s.Admit(0, {true, true}, kChunk, 64 << 20));
+  s.OnKernelQueue(0, 0);  // the primary drained, the fast rail is as far behind in time
+  Load(s, 1, 20 << 20);
+  EXPECT_TRUE(s.Admit(0, {true, true}, kChunk, kChunk));
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, kChunk));
 }
 
 TEST(Scheduler, DemandLimitedWindowsAreNotSamples) {
