@@ -6,6 +6,10 @@
 //   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
 // Env FAULT_PEER_PAUSE=AT_MS:LEN_MS: at AT_MS the peer stops calling the plugin for LEN_MS (NCCL
 // leaving a comm unpolled), then carries on.
+// Env FAULT_PEER_LAST=send|recv: one message instead of a stream. After set-up the peer prints READY
+// and waits for GO on stdin; the sender sends one verified message of msg_bytes and tests it for up
+// to duration_ms (hang=1 when it never completes); the receiver receives and checks it, then never
+// calls the plugin again (NCCL has nothing more to receive on that comm) until duration_ms passed.
 #include <sched.h>
 #include <unistd.h>
 
@@ -50,6 +54,50 @@ struct Stats {
   bool hang = false;
 };
 
+// FAULT_PEER_LAST: the last message of a job, after which its receiver stops polling.
+int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration_ms, size_t bytes) {
+  printf("READY\n");
+  fflush(stdout);
+  std::string word;
+  std::cin >> word;
+  if (word != "GO") return fprintf(stderr, "expected GO on stdin\n"), 2;
+  std::vector<uint64_t> buf(bytes / 8);
+  Stats st;
+  uint64_t t0 = rr::NowMs();
+  rr::Deadline end = rr::Deadline::AfterMs(duration_ms);
+  void* q = nullptr;
+  rrNcclResult_t r = rrNcclSuccess;
+  if (sender) {
+    Fill(buf.data(), buf.size(), 0);
+    while (q == nullptr && r == rrNcclSuccess && !end.Expired()) r = p->Isend(sc, buf.data(), bytes, 0, nullptr, nullptr, &q);
+  } else {
+    void* data = buf.data();
+    size_t cap = bytes;
+    int tag = 0;
+    while (q == nullptr && r == rrNcclSuccess && !end.Expired()) r = p->Irecv(rc, 1, &data, &cap, &tag, nullptr, nullptr, &q);
+  }
+  int done = 0, size = -1;
+  while (r == rrNcclSuccess && q != nullptr && !done && !end.Expired()) {
+    r = p->Test(q, &done, &size);
+    if (!done) sched_yield();
+  }
+  if (r != rrNcclSuccess) st.err = r, st.err_after_ms = rr::NowMs() - t0;
+  st.hang = r == rrNcclSuccess && !done;
+  if (done && sender) st.sent = 1;
+  if (done && !sender) {
+    std::vector<uint64_t> want(bytes / 8);
+    Fill(want.data(), want.size(), 0);
+    st.bad = static_cast<size_t>(size) != bytes || memcmp(want.data(), buf.data(), bytes) != 0;
+    st.recv = 1, st.bytes = static_cast<uint64_t>(size);
+  }
+  printf("RESULT sent=%" PRIu64 " recv=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64 " maxgap_ms=0 err=%d err_after_ms=%" PRIu64
+         " hang=%d done_ms=%" PRIu64 "\n",
+         st.sent, st.recv, st.bytes, st.bad, st.err, st.err_after_ms, st.hang ? 1 : 0, rr::NowMs() - t0);
+  fflush(stdout);
+  while (!end.Expired()) usleep(10000);  // the receiver stays silent; the sender waits for it to end
+  return st.err ? 4 : (st.hang ? 5 : (st.bad ? 6 : 0));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,6 +129,13 @@ int main(int argc, char** argv) {
   }
   if (!sc || !rc) return fprintf(stderr, "setup timed out\n"), 3;
   p->CloseListen(lc);
+  if (const char* last = getenv("FAULT_PEER_LAST")) {
+    int rcode = LastMessage(p.get(), sc, rc, std::string(last) == "send", duration_ms, base);
+    p->CloseSend(sc);
+    p->CloseRecv(rc);
+    p->Finalize(ctx);
+    return rcode;
+  }
 
   std::vector<std::vector<uint64_t>> sbuf(kWindow, std::vector<uint64_t>(base / 8)), rbuf = sbuf;
   void* sreq[kWindow] = {};

@@ -159,6 +159,39 @@ TEST_F(NetFaults, LinkDownMidStreamLosesNothing) {
   EXPECT_EQ(b.log.find("stall:"), std::string::npos) << b.log;
 }
 
+// The last message of a job: its receiver completes it and never calls the plugin on that comm
+// again. The receiver's ack leaves on a link whose return path black-holes it (iptables DROP of
+// host 1's output on rail 0, set after connect): the ack must also travel another link, or the
+// sender waits forever — its stall watchdog fails rail 0 and re-sends, but to a receiver that no
+// longer reads.
+TEST_F(NetFaults, LastAckSurvivesALinkThatLosesIt) {
+  // 8 KiB fits TCP's initial window, so it arrives although no TCP ACK gets back on rail 0; not eager,
+  // so the send completes on the receiver's ack only.
+  Peer snd(topo().Netns(0), "FAULT_PEER_LAST=send RERAIL_EAGER_MAX=0", 2500, 8192, 0);
+  Peer rcv(topo().Netns(1), "FAULT_PEER_LAST=recv RERAIL_EAGER_MAX=0", 2500, 8192, 1);
+  std::string hs = snd.ReadLine(), hr = rcv.ReadLine();
+  ASSERT_EQ(hs.rfind("HANDLE", 0), 0u) << hs;
+  ASSERT_EQ(hr.rfind("HANDLE", 0), 0u) << hr;
+  snd.WriteLine(hr);
+  rcv.WriteLine(hs);
+  ASSERT_EQ(snd.ReadLine(), "READY\n");
+  ASSERT_EQ(rcv.ReadLine(), "READY\n");
+  std::string drop = "ip netns exec " + topo().Netns(1) + " iptables -A OUTPUT -o rail0 -j DROP";
+  ASSERT_EQ(system(drop.c_str()), 0) << drop;
+  // The receiver polls first, so its first-call heartbeats (which carry the completed prefix on every
+  // link) are long gone when the message arrives; only the ack reports it.
+  rcv.WriteLine("GO\n");
+  std::this_thread::sleep_for(400ms);
+  snd.WriteLine("GO\n");
+  PeerResult s = snd.Finish(), r = rcv.Finish();
+  EXPECT_TRUE(r.ok && s.ok) << r.log << s.log;
+  EXPECT_EQ(r.recv, 1u) << r.log;
+  EXPECT_EQ(r.bad, 0u);
+  EXPECT_EQ(s.err, 0) << s.log;
+  EXPECT_EQ(s.hang, 0) << "the send never completed: its ack was lost with rail 0\n" << s.log << r.log;
+  EXPECT_EQ(s.sent, 1u);
+}
+
 // Small messages go eager (complete before the ack, re-sent from rerail's copy): a failure with eager
 // messages unacknowledged must still lose nothing.
 TEST_F(NetFaults, LinkDownMidStreamSmallEagerMessagesLosesNothing) {
