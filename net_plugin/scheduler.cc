@@ -90,9 +90,9 @@ double Scheduler::Ect(int link, size_t chunk, bool primary_eligible) const {
   int64_t backlog = std::max<int64_t>(rail_backlog(link), 0);
   double t = static_cast<double>(backlog + static_cast<int64_t>(chunk)) / Bw(link);
   if (link == 0 || !primary_eligible || Bw(0) < kSameSpeed * Bw(link)) return t;
-  // A rail about to run dry takes work from a primary with a queue: idle rails are what makes the
-  // end of a collective (one channel still busy, the others done) slow.
-  if (backlog < kStarveChunks * static_cast<int64_t>(chunk)) return t + 2 * static_cast<double>(chunk) / Bw(link);
+  // A rail running dry is free capacity: it competes by completion time alone (a single channel
+  // striped over every rail; the end of a collective, one channel still busy and the others done).
+  if (backlog < kStarveChunks * static_cast<int64_t>(chunk)) return t;
   // Another rail about as fast as a working primary: only while the primary rail has carried
   // clearly more load for a while (two channels on one NIC, a failed rail's traffic) — a transient
   // difference is not worth the head-of-line waits of moving chunks.

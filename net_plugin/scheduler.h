@@ -25,9 +25,11 @@
 //     another rail's, that rail is used only if (a) the primary rail's message-level load (`queued`,
 //     bytes handed out and not acknowledged by the receiver), smoothed over kLoadTauNs, exceeds
 //     1 + kPrimaryBias times that rail's (two channels' primaries on one NIC must shed load), or (b)
-//     that rail is running dry (backlog under kStarveChunks chunks) while the primary has a queue —
-//     the end of a collective, one channel still busy and the other rails done. Moving chunks
-//     between equally fast, equally busy rails only adds head-of-line waits. A measurably slower
+//     that rail is running dry (backlog under kStarveChunks chunks): then plain completion time. An
+//     idle rail is free capacity — a single channel striped over every rail (1 MiB of NCCL window
+//     per p2p channel: 0.25 -> 0.99 of 4 X with one channel), the end of a collective with one
+//     channel still busy and the other rails done. Moving chunks between equally fast, equally BUSY
+//     rails only adds head-of-line waits. A measurably slower
 //     primary (slow or congested rail, narrower NIC) spills by plain completion time, and so does a
 //     comm whose primary failed.
 //   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the peer's TCP acknowledged the rail's
@@ -77,8 +79,8 @@ class Scheduler {
   static constexpr double kLoadTauNs = 200e6;     // time constant of the smoothed rail loads
   static constexpr double kNever = 1e30;
   static constexpr double kSameSpeed = 0.75;     // bw(primary) >= this x bw(other): "as fast"
-  static constexpr int64_t kStarveChunks = 2;    // a rail with less backlog is about to run dry
-  static constexpr double kMaxQueueNs = 20e6;     // a rail's kernel backlog is kept below this much time
+  static constexpr int64_t kStarveChunks = 2;    // a rail with less backlog is running dry: free capacity
+  static constexpr double kMaxQueueNs = 20e6;     // a rail's kernel backlog is kept below this much time     // a rail's kernel backlog is kept below this much time     // a rail's kernel backlog is kept below this much time     // a rail's kernel backlog is kept below this much time
   static constexpr int64_t kMinQueueChunks = 2;  // ... but at least this many chunks
   static constexpr int64_t kHeaderSlack = 64 * 1024;  // headers and control frames above the payload
 

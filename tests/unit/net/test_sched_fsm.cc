@@ -45,7 +45,7 @@ TEST(Scheduler, EvenlyLoadedRailsKeepThePrimary) {
   s.Reset({0, 1, 2}, {10e9, 10e9, 10e9}, nullptr);
   std::vector<bool> all{true, true, true};
   EXPECT_TRUE(s.Admit(0, all, kChunk, kChunk));
-  EXPECT_FALSE(s.Admit(1, all, kChunk, kChunk)) << "idle rails, one chunk to send: the primary wins (bias)";
+  EXPECT_TRUE(s.Admit(1, all, kChunk, kChunk)) << "idle rails: any of them may take work";
   uint64_t t = 1'000'000'000;
   for (int i = 0; i < 3; ++i) Load(s, i, 4 << 20);  // every rail busy
   Load(s, 0, 512 << 10);
@@ -75,8 +75,11 @@ TEST(Scheduler, ARailRunningDryTakesWorkFromABusyPrimary) {
   EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "both rails busy: the primary keeps its chunks";
   s.OnKernelQueue(1, 0);  // rail 1's kernel drained (its own channel is done)
   EXPECT_TRUE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "an idle rail next to a queue of 8 MiB";
+  s.OnWritten(1, 512 << 10);  // rail 1 took its share and is busy again
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "busy again: the primary keeps the rest";
   s.OnKernelQueue(0, 0);
-  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, kChunk)) << "the primary is idle too: no reason to move";
+  EXPECT_TRUE(s.Admit(0, {true, true}, kChunk, 16 << 20));
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "the primary ran dry: it takes the work";
 }
 
 TEST(Scheduler, AFullRailTakesNothingUntilTheKernelDrains) {
@@ -144,7 +147,9 @@ TEST(Scheduler, ASlowRailKeepsItsShareWhileMuchIsPending) {
   Load(s, 0, 400 << 10);  // the primary holds its 20 ms of queue
   EXPECT_TRUE(s.Admit(1, {true, true}, kChunk, 16 << 20))
       << "16 MiB pending: the primary needs far longer than the slow rail needs for one chunk";
+  s.OnKernelQueue(0, 0);  // the primary drained
   EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, kChunk)) << "the last chunk stays on the fast primary";
+  Load(s, 0, 400 << 10);
   Load(s, 1, 256 << 10);
   EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "the slow rail holds its two chunks";
 }
