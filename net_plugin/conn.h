@@ -66,7 +66,7 @@ struct RailSignals {
 
 enum class Policy : uint8_t {
   kStripe,    // chunks go to every healthy link
-  kFailover,  // primary link only while it is healthy; every healthy survivor otherwise
+  kFailover,  // primary link only while it is healthy and not degraded; every healthy survivor otherwise
 };
 
 }  // namespace rr::net
@@ -258,6 +258,7 @@ class SendComm final : public Comm {
   Status PollConnector(TxLink& l);
   Status Watchdog(uint64_t now);
   void ReportDelivered(uint64_t now);
+  void CheckPrimarySpeed();
   int LiveLinks() const;
 
   ConnConfig cfg_;
@@ -276,6 +277,7 @@ class SendComm final : public Comm {
   uint64_t setup_start_ns_ = 0;
   uint64_t next_board_ns_ = 0;
   uint64_t next_report_ns_ = 0;
+  bool primary_degraded_ = false;  // failover policy: the primary is measurably slower than a survivor
   int peer_closed_links_ = 0;
   // Re-sent chunks since the requeue last drained (one RETRANSMIT event per drain).
   uint64_t resent_chunks_ = 0;

@@ -100,6 +100,21 @@ double Scheduler::Ect(int link, size_t chunk, bool primary_eligible) const {
   return t + static_cast<double>(chunk) / Bw(link);
 }
 
+bool Scheduler::PrimaryDegraded(const std::vector<bool>& usable, bool was, int* faster) const {
+  double mine = load(0).bw.load(std::memory_order_relaxed);
+  if (!usable[0] || mine <= 0) return was;
+  double best = 0;
+  for (size_t i = 1; i < devs_.size(); ++i) {
+    if (!usable[i] || devs_[i] == devs_[0]) continue;
+    double b = load(static_cast<int>(i)).bw.load(std::memory_order_relaxed);
+    if (b <= best) continue;
+    best = b;
+    if (faster != nullptr) *faster = static_cast<int>(i);
+  }
+  if (best <= 0) return was;
+  return was ? mine < kRecoveredSpeed * best : mine < kSameSpeed * best;
+}
+
 bool Scheduler::RailFull(int link, size_t chunk) const {
   double cap = std::max(Bw(link) * kMaxQueueNs, static_cast<double>(kMinQueueChunks * static_cast<int64_t>(chunk)));
   return static_cast<double>(rail_backlog(link)) + static_cast<double>(chunk) > cap;

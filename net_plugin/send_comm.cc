@@ -205,7 +205,7 @@ Status SendComm::Isend(const void* data, size_t size, void* phandle, Request** r
 
 bool SendComm::Eligible(const TxLink& l) const {
   if (!l.fsm.usable()) return false;
-  if (cfg_.policy == Policy::kFailover && &l != &links_[0] && links_[0].fsm.usable()) return false;
+  if (cfg_.policy == Policy::kFailover && &l != &links_[0] && links_[0].fsm.usable() && !primary_degraded_) return false;
   return true;
 }
 
@@ -511,6 +511,26 @@ Status SendComm::Watchdog(uint64_t now) {
   return Status::Ok();
 }
 
+// Failover policy: a primary measurably slower than a survivor (a port negotiated down, a congested
+// link) is degraded — the comm spreads over every healthy rail by completion time, the primary
+// keeping its proportional share — until it is about as fast again.
+void SendComm::CheckPrimarySpeed() {
+  for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = links_[i].fsm.usable();
+  int faster = -1;
+  bool now = sched_.PrimaryDegraded(eligible_, primary_degraded_, &faster);
+  if (now == primary_degraded_) return;
+  primary_degraded_ = now;
+  if (now && faster >= 0) {
+    RR_INFO(log::kFlagNet, "conn %016lx: primary %s measured at %.0f Mb/s, below %.2fx of %s (%.0f Mb/s): "
+            "RERAIL_POLICY=failover spreads over every healthy rail", static_cast<unsigned long>(conn_id_),
+            links_[0].link ? links_[0].link->Describe().c_str() : "?", sched_.BandwidthBps(0) / 1e6, Scheduler::kSameSpeed,
+            links_[faster].link ? links_[faster].link->Describe().c_str() : "?", sched_.BandwidthBps(faster) / 1e6);
+  } else {
+    RR_INFO(log::kFlagNet, "conn %016lx: primary rail back to %.0f Mb/s: RERAIL_POLICY=failover keeps to it again",
+            static_cast<unsigned long>(conn_id_), sched_.BandwidthBps(0) / 1e6);
+  }
+}
+
 // Feeds the scheduler's bandwidth estimate with what the peer's TCP acknowledged on each live link.
 void SendComm::ReportDelivered(uint64_t now) {
   if (now < next_report_ns_) return;
@@ -522,19 +542,26 @@ void SendComm::ReportDelivered(uint64_t now) {
       l.acked_base = UINT64_MAX;
       continue;
     }
+    // The kernel's count first: "the rail was the limit" (bytes waiting in the socket, or the rail
+    // full by the scheduler's cap) must be judged on the current backlog — a stale one would count
+    // a drained, idle rail as busy, measure it slower than it is, give it less work, and spiral.
+    sched_.OnKernelQueue(static_cast<int>(i), outq);
     // An idle link (nothing acknowledged, nothing waiting) says nothing about its rail.
     if (l.acked_base != UINT64_MAX && acked >= l.acked_base && (acked > l.acked_base || notsent > 0)) {
-      sched_.OnDelivered(static_cast<int>(i), acked - l.acked_base, notsent > 0 || sched_.RailFull(static_cast<int>(i), cfg_.chunk), now);
+      bool limited = notsent > 0 || sched_.RailFull(static_cast<int>(i), cfg_.chunk);
+      sched_.OnDelivered(static_cast<int>(i), acked - l.acked_base, limited, now);
     }
     l.acked_base = acked;
-    sched_.OnKernelQueue(static_cast<int>(i), outq);
   }
 }
 
 Status SendComm::Progress() {
   if (state_ == ConnState::kFailed) return failure_;
   if (state_ == ConnState::kPeerClosed) return Status::Ok();  // nothing outstanding by construction
-  if (links_.size() > 1) sched_.Observe(NowNs());
+  if (links_.size() > 1) {
+    sched_.Observe(NowNs());
+    if (cfg_.policy == Policy::kFailover) CheckPrimarySpeed();
+  }
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
     for (auto& l : links_) {

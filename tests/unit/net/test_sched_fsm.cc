@@ -24,12 +24,13 @@ TEST(LinkFsm, FollowsTheTableAndRefusesTheRest) {
   EXPECT_STREQ(LinkStateName(f.state()), "healthy");
 }
 
-// The link's sockets stay backlogged while its peer acknowledges 100 KB every 10 ms (80 Mb/s), for 2 s.
-void LearnSlowRail(Scheduler& s, int link) {
+// The rail's peer acknowledges `bytes_per_10ms` every 10 ms for 2 s while the sockets stay backlogged.
+void LearnRate(Scheduler& s, int link, size_t bytes_per_10ms) {
   uint64_t t = 1'000'000'000;
   s.OnDelivered(link, 0, true, t);
-  for (int i = 0; i < 200; ++i) s.OnDelivered(link, 100000, true, t += 10'000'000);
+  for (int i = 0; i < 200; ++i) s.OnDelivered(link, bytes_per_10ms, true, t += 10'000'000);
 }
+void LearnSlowRail(Scheduler& s, int link) { LearnRate(s, link, 100000); }  // 80 Mb/s
 
 constexpr size_t kChunk = 131072;
 
@@ -165,6 +166,27 @@ TEST(Scheduler, ASlowPrimarySpillsByCompletionTime) {
   Load(s, 1, 20 << 20);
   EXPECT_TRUE(s.Admit(0, {true, true}, kChunk, kChunk));
   EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, kChunk));
+}
+
+TEST(Scheduler, APrimaryMeasurablySlowerThanASurvivorIsDegraded) {
+  Scheduler s;
+  s.Reset({0, 1, 2}, {10e9, 10e9, 10e9}, nullptr);
+  std::vector<bool> usable{true, true, true};
+  EXPECT_FALSE(s.PrimaryDegraded(usable, false)) << "nothing measured";
+  LearnRate(s, 0, 100000);  // 10 MB/s
+  EXPECT_FALSE(s.PrimaryDegraded(usable, false)) << "the others' nominal 10 Gb/s says nothing: not measured";
+  LearnRate(s, 2, 400000);  // 40 MB/s
+  int faster = -1;
+  EXPECT_TRUE(s.PrimaryDegraded(usable, false, &faster)) << "a quarter of a survivor's measured rate";
+  EXPECT_EQ(faster, 2);
+  EXPECT_FALSE(s.PrimaryDegraded({true, true, false}, false)) << "only usable rails compare";
+  Scheduler t;
+  t.Reset({0, 1}, {10e9, 10e9}, nullptr);
+  LearnRate(t, 0, 330000);
+  LearnRate(t, 1, 400000);  // the primary at 0.82 of the other: inside the hysteresis band
+  EXPECT_FALSE(t.PrimaryDegraded({true, true}, false)) << "healthy stays healthy above 0.75";
+  EXPECT_TRUE(t.PrimaryDegraded({true, true}, true)) << "degraded stays degraded below 0.9";
+  EXPECT_TRUE(t.PrimaryDegraded({false, true}, true)) << "a primary that is not usable: undecided, unchanged";
 }
 
 TEST(Scheduler, DemandLimitedWindowsAreNotSamples) {
