@@ -278,6 +278,8 @@ class SendComm final : public Comm {
   uint64_t next_board_ns_ = 0;
   uint64_t next_report_ns_ = 0;
   bool primary_degraded_ = false;  // failover policy: the primary is measurably slower than a survivor
+  uint64_t degraded_since_ns_ = 0;  // when the primary was first seen degraded (0: not)
+  static constexpr uint64_t kDegradeAfterNs = 500'000'000;
   int peer_closed_links_ = 0;
   // Re-sent chunks since the requeue last drained (one RETRANSMIT event per drain).
   uint64_t resent_chunks_ = 0;

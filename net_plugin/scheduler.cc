@@ -112,7 +112,7 @@ bool Scheduler::PrimaryDegraded(const std::vector<bool>& usable, bool was, int* 
     if (faster != nullptr) *faster = static_cast<int>(i);
   }
   if (best <= 0) return was;
-  return was ? mine < kRecoveredSpeed * best : mine < kSameSpeed * best;
+  return was ? mine < kRecoveredSpeed * best : mine < kDegradedSpeed * best;
 }
 
 bool Scheduler::RailFull(int link, size_t chunk) const {

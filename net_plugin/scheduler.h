@@ -79,7 +79,11 @@ class Scheduler {
   static constexpr double kLoadTauNs = 200e6;     // time constant of the smoothed rail loads
   static constexpr double kNever = 1e30;
   static constexpr double kSameSpeed = 0.75;     // bw(primary) >= this x bw(other): "as fast"
-  static constexpr double kRecoveredSpeed = 0.9;  // a degraded primary is healthy again from here
+  // Failover policy: a primary below kDegradedSpeed x a survivor's measured bandwidth is degraded;
+  // healthy again from kRecoveredSpeed. Far apart: equal rails measured during a collective (loop
+  // boundaries, ring dependencies) differ by up to ~0.6x; a port at a quarter of the speed is 0.25x.
+  static constexpr double kDegradedSpeed = 0.4;
+  static constexpr double kRecoveredSpeed = 0.6;
   static constexpr int64_t kStarveChunks = 2;    // a rail with less backlog is running dry: free capacity
   static constexpr double kMaxQueueNs = 20e6;     // a rail's kernel backlog is kept below this much time     // a rail's kernel backlog is kept below this much time     // a rail's kernel backlog is kept below this much time     // a rail's kernel backlog is kept below this much time
   static constexpr int64_t kMinQueueChunks = 2;  // ... but at least this many chunks
@@ -104,8 +108,8 @@ class Scheduler {
   // `pending`: the comm's bytes not handed to any link yet (the chunk included).
   bool Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const;
   double BandwidthBps(int link) const { return Bw(link) * 8e9; }
-  // The primary's measured bandwidth against the best other usable link's: below kSameSpeed it is
-  // degraded, and stays so until it is back to kRecoveredSpeed (hysteresis). Only measured rails
+  // The primary's measured bandwidth against the best other usable link's: below kDegradedSpeed it
+  // is degraded, and stays so until it is back to kRecoveredSpeed (hysteresis). Only measured rails
   // count (a nominal speed says nothing about a congested port). Returns `was` when undecided.
   bool PrimaryDegraded(const std::vector<bool>& usable, bool was, int* faster = nullptr) const;
   // True when the rail of `link` already holds its share of queued time (kMaxQueueNs): more bytes

@@ -518,12 +518,20 @@ void SendComm::CheckPrimarySpeed() {
   for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = links_[i].fsm.usable();
   int faster = -1;
   bool now = sched_.PrimaryDegraded(eligible_, primary_degraded_, &faster);
-  if (now == primary_degraded_) return;
+  if (now == primary_degraded_) {
+    degraded_since_ns_ = 0;
+    return;
+  }
+  // Entering needs the verdict for kDegradeAfterNs in a row; leaving is at once.
+  uint64_t t = NowNs();
+  if (now && degraded_since_ns_ == 0) degraded_since_ns_ = t;
+  if (now && t - degraded_since_ns_ < kDegradeAfterNs) return;
+  degraded_since_ns_ = 0;
   primary_degraded_ = now;
   if (now && faster >= 0) {
     RR_INFO(log::kFlagNet, "conn %016lx: primary %s measured at %.0f Mb/s, below %.2fx of %s (%.0f Mb/s): "
             "RERAIL_POLICY=failover spreads over every healthy rail", static_cast<unsigned long>(conn_id_),
-            links_[0].link ? links_[0].link->Describe().c_str() : "?", sched_.BandwidthBps(0) / 1e6, Scheduler::kSameSpeed,
+            links_[0].link ? links_[0].link->Describe().c_str() : "?", sched_.BandwidthBps(0) / 1e6, Scheduler::kDegradedSpeed,
             links_[faster].link ? links_[faster].link->Describe().c_str() : "?", sched_.BandwidthBps(faster) / 1e6);
   } else {
     RR_INFO(log::kFlagNet, "conn %016lx: primary rail back to %.0f Mb/s: RERAIL_POLICY=failover keeps to it again",

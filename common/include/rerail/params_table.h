@@ -27,7 +27,7 @@
            "How long connect/accept keep retrying a rail before giving up on it")                              \
   /* resilience */                                                                                         \
   RR_PARAM(Policy, "POLICY", kEnum, "auto", "", "auto|stripe|failover",                                    \
-           "stripe: use every healthy rail; failover: primary rail only while healthy and not degraded (measured below 0.75x of a survivor); auto: stripe on TCP, failover on IB") \
+           "stripe: use every healthy rail; failover: primary rail only while healthy and not degraded (measured below 0.4x of a survivor); auto: stripe on TCP, failover on IB") \
   RR_PARAM(StallMs, "STALL_MS", kInt, "1000", "ms", "10:600000",                                            \
            "A link whose bytes in flight get no TCP acknowledgement for this long is failed (black hole)") \
   RR_PARAM(HeartbeatMs, "HEARTBEAT_MS", kInt, "200", "ms", "10:60000", "Heartbeat interval on idle links")   \

@@ -182,10 +182,10 @@ TEST(Scheduler, APrimaryMeasurablySlowerThanASurvivorIsDegraded) {
   EXPECT_FALSE(s.PrimaryDegraded({true, true, false}, false)) << "only usable rails compare";
   Scheduler t;
   t.Reset({0, 1}, {10e9, 10e9}, nullptr);
-  LearnRate(t, 0, 330000);
-  LearnRate(t, 1, 400000);  // the primary at 0.82 of the other: inside the hysteresis band
-  EXPECT_FALSE(t.PrimaryDegraded({true, true}, false)) << "healthy stays healthy above 0.75";
-  EXPECT_TRUE(t.PrimaryDegraded({true, true}, true)) << "degraded stays degraded below 0.9";
+  LearnRate(t, 0, 200000);
+  LearnRate(t, 1, 400000);  // the primary at half the other's rate: inside the hysteresis band
+  EXPECT_FALSE(t.PrimaryDegraded({true, true}, false)) << "healthy stays healthy above 0.4";
+  EXPECT_TRUE(t.PrimaryDegraded({true, true}, true)) << "degraded stays degraded below 0.6";
   EXPECT_TRUE(t.PrimaryDegraded({false, true}, true)) << "a primary that is not usable: undecided, unchanged";
 }
 
