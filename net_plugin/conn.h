@@ -258,7 +258,7 @@ class SendComm final : public Comm {
   Status PollConnector(TxLink& l);
   Status Watchdog(uint64_t now);
   void ReportDelivered(uint64_t now);
-  void CheckPrimarySpeed();
+  void CheckPrimarySpeed(uint64_t now);
   int LiveLinks() const;
 
   ConnConfig cfg_;

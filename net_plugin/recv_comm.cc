@@ -229,19 +229,22 @@ Status RecvComm::FlushControl(uint64_t now, bool flush_acks) {
   bool ack_due = prefix != ack_sent_ && (flush_acks || ack_urgent_ || eager_unacked_ >= kEagerAckEvery ||
                                          eager_unacked_bytes_ >= cfg_.eager_pool / 2);
   // The first two live links carry the ack: an ack lost with a failing link would otherwise wait
-  // for this comm's next call, which may never come (the receiver has nothing left to receive).
-  int copies = ack_due ? 2 : 0;
+  // for this comm's next call, which may never come (the receiver has nothing left to receive). A
+  // failed write below drops its link, and DropLink asks for the ack again.
+  int copies = 0;
+  if (ack_due && LiveLinks() > 0) {
+    copies = 2;
+    ack_sent_ = prefix;
+    ack_urgent_ = false;
+    eager_unacked_ = 0;
+    eager_unacked_bytes_ = 0;
+  }
   for (size_t idx = 0; idx < links_.size(); ++idx) {
     RxLink& l = links_[idx];
     if (!l.link) continue;
     if (copies > 0) {
       l.out.push_back(Frame{FrameMagic(FrameType::kAck), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});
-      if (copies-- == 2) {  // a failed write below (DropLink) asks for the ack again
-        ack_sent_ = prefix;
-        ack_urgent_ = false;
-        eager_unacked_ = 0;
-        eager_unacked_bytes_ = 0;
-      }
+      --copies;
     }
     if (now - l.last_hb_ns >= cfg_.heartbeat_ns && l.out.size() < 4) {
       l.out.push_back(Frame{FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});

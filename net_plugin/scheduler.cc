@@ -125,15 +125,18 @@ bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk,
   bool primary = eligible[0];
   double best = std::numeric_limits<double>::infinity();
   double rest_bytes = static_cast<double>(pending), rest_bw = 0;
-  for (size_t i = 0; i < devs_.size(); ++i) {
-    if (!eligible[i]) continue;
-    best = std::min(best, Ect(static_cast<int>(i), chunk, primary));
-    if (static_cast<int>(i) != link) {
-      rest_bytes += static_cast<double>(std::max<int64_t>(rail_backlog(static_cast<int>(i)), 0));
-      rest_bw += Bw(static_cast<int>(i));
-    }
-  }
   double mine = Ect(link, chunk, primary);
+  for (size_t i = 0; i < devs_.size(); ++i) {
+    int o = static_cast<int>(i);
+    if (!eligible[i]) continue;
+    if (o == link) {
+      best = std::min(best, mine);
+      continue;
+    }
+    best = std::min(best, Ect(o, chunk, primary));
+    rest_bytes += static_cast<double>(std::max<int64_t>(rail_backlog(o), 0));
+    rest_bw += Bw(o);
+  }
   if (mine <= best + 0.5 * static_cast<double>(chunk) / Bw(link)) return true;
   // Backlogs are capped, so the comm's pending bytes wait here rather than in the kernel: a rail
   // that would not finish this chunk first still takes it if the others need longer than that for

@@ -29,9 +29,8 @@
 //     idle rail is free capacity — a single channel striped over every rail (1 MiB of NCCL window
 //     per p2p channel: 0.25 -> 0.99 of 4 X with one channel), the end of a collective with one
 //     channel still busy and the other rails done. Moving chunks between equally fast, equally BUSY
-//     rails only adds head-of-line waits. A measurably slower
-//     primary (slow or congested rail, narrower NIC) spills by plain completion time, and so does a
-//     comm whose primary failed.
+//     rails only adds head-of-line waits. A measurably slower primary (slow or congested rail, narrower
+//     NIC) spills by plain completion time, and so does a comm whose primary failed.
 //   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the peer's TCP acknowledged the rail's
 //     bytes (tcpi_bytes_acked of every comm's links on that rail, summed), sampled over kSampleNs
 //     windows in which the senders mostly had bytes waiting (unsent bytes in a socket, or the rail
@@ -85,7 +84,7 @@ class Scheduler {
   static constexpr double kDegradedSpeed = 0.4;
   static constexpr double kRecoveredSpeed = 0.6;
   static constexpr int64_t kStarveChunks = 2;    // a rail with less backlog is running dry: free capacity
-  static constexpr double kMaxQueueNs = 20e6;     // a rail's kernel backlog is kept below this much time     // a rail's kernel backlog is kept below this much time     // a rail's kernel backlog is kept below this much time     // a rail's kernel backlog is kept below this much time
+  static constexpr double kMaxQueueNs = 20e6;     // a rail's kernel backlog is kept below this much time
   static constexpr int64_t kMinQueueChunks = 2;  // ... but at least this many chunks
   static constexpr int64_t kHeaderSlack = 64 * 1024;  // headers and control frames above the payload
 
@@ -100,7 +99,7 @@ class Scheduler {
   void OnWritten(int link, size_t bytes);
   void OnKernelQueue(int link, uint64_t outq_bytes);
   // Bytes of `link` the peer's TCP acknowledged since the last report (every kReportNs or so), and
-  // whether the link's sockets still held bytes not yet sent (the rail, not the demand, was the limit).
+  // whether the rail, not the demand, was the limit (unsent bytes in a socket, or the rail full).
   void OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now_ns);
   // Updates the comm's smoothed view of every rail's load (call before Admit).
   void Observe(uint64_t now_ns);

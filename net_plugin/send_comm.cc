@@ -514,7 +514,7 @@ Status SendComm::Watchdog(uint64_t now) {
 // Failover policy: a primary measurably slower than a survivor (a port negotiated down, a congested
 // link) is degraded — the comm spreads over every healthy rail by completion time, the primary
 // keeping its proportional share — until it is about as fast again.
-void SendComm::CheckPrimarySpeed() {
+void SendComm::CheckPrimarySpeed(uint64_t t) {
   for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = links_[i].fsm.usable();
   int faster = -1;
   bool now = sched_.PrimaryDegraded(eligible_, primary_degraded_, &faster);
@@ -523,7 +523,6 @@ void SendComm::CheckPrimarySpeed() {
     return;
   }
   // Entering needs the verdict for kDegradeAfterNs in a row; leaving is at once.
-  uint64_t t = NowNs();
   if (now && degraded_since_ns_ == 0) degraded_since_ns_ = t;
   if (now && t - degraded_since_ns_ < kDegradeAfterNs) return;
   degraded_since_ns_ = 0;
@@ -561,15 +560,13 @@ void SendComm::ReportDelivered(uint64_t now) {
     }
     l.acked_base = acked;
   }
+  if (cfg_.policy == Policy::kFailover) CheckPrimarySpeed(now);  // the estimates change only here
 }
 
 Status SendComm::Progress() {
   if (state_ == ConnState::kFailed) return failure_;
   if (state_ == ConnState::kPeerClosed) return Status::Ok();  // nothing outstanding by construction
-  if (links_.size() > 1) {
-    sched_.Observe(NowNs());
-    if (cfg_.policy == Policy::kFailover) CheckPrimarySpeed();
-  }
+  if (links_.size() > 1) sched_.Observe(NowNs());
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
     for (auto& l : links_) {

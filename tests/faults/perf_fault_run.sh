@@ -28,8 +28,6 @@ for i, name in enumerate(j["rails"]):
     assert sum(row[i] for row in j["gbps"]) > 0, name
 print("PASS: faults at %s s, rails %s" % ([round(e["t_s"], 2) for e in faults], j["rails"]))
 PY
-fault_cleanup
-trap - EXIT
-if ip netns list | grep -q "^rrperft-"; then echo "FAIL: namespaces left after down"; exit 1; fi
+fault_finish
 if pgrep -f -- "--rendezvous $work" >/dev/null; then echo "FAIL: rank processes left"; exit 1; fi
 exit 0

@@ -51,8 +51,6 @@ print("PASS: failover %s at %.0f us on track '%s' inside collective #%d of %d (%
     json.dumps(f["args"]), f["ts"], names[f["tid"]], k, len(colls), c["name"], c["ts"], c["ts"] + c["dur"], len(io)))
 print("summary rails:", json.dumps(s.get("rails", s.get("per_rail", "?")))[:400])
 PY
-fault_cleanup
-trap - EXIT
-if ip netns list | grep -q "^rrprof2-"; then echo "FAIL: namespaces left after down"; exit 1; fi
+fault_finish
 if pgrep -f -- "--rendezvous $work" >/dev/null; then echo "FAIL: rank processes left"; exit 1; fi
 exit 0

@@ -54,6 +54,14 @@ struct Stats {
   bool hang = false;
 };
 
+// The one line the test parses.
+void PrintResult(const Stats& st, double rate_mbps) {
+  printf("RESULT sent=%" PRIu64 " recv=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64 " maxgap_ms=%.0f err=%d err_after_ms=%" PRIu64
+         " hang=%d rate_mbps=%.0f\n",
+         st.sent, st.recv, st.bytes, st.bad, st.max_gap_ms, st.err, st.err_after_ms, st.hang ? 1 : 0, rate_mbps);
+  fflush(stdout);
+}
+
 // FAULT_PEER_LAST: the last message of a job, after which its receiver stops polling.
 int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration_ms, size_t bytes) {
   printf("READY\n");
@@ -90,10 +98,7 @@ int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration
     st.bad = static_cast<size_t>(size) != bytes || memcmp(want.data(), buf.data(), bytes) != 0;
     st.recv = 1, st.bytes = static_cast<uint64_t>(size);
   }
-  printf("RESULT sent=%" PRIu64 " recv=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64 " maxgap_ms=0 err=%d err_after_ms=%" PRIu64
-         " hang=%d done_ms=%" PRIu64 "\n",
-         st.sent, st.recv, st.bytes, st.bad, st.err, st.err_after_ms, st.hang ? 1 : 0, rr::NowMs() - t0);
-  fflush(stdout);
+  PrintResult(st, 0);
   while (!end.Expired()) usleep(10000);  // the receiver stays silent; the sender waits for it to end
   return st.err ? 4 : (st.hang ? 5 : (st.bad ? 6 : 0));
 }
@@ -217,11 +222,7 @@ int main(int argc, char** argv) {
     if (idle) sched_yield();
   }
   if (st.err) first_err = rr::NowMs(), st.err_after_ms = first_err - t0;
-  printf("RESULT sent=%" PRIu64 " recv=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64 " maxgap_ms=%.0f err=%d err_after_ms=%" PRIu64
-         " hang=%d rate_mbps=%.0f\n",
-         st.sent, st.recv, st.bytes, st.bad, st.max_gap_ms, st.err, st.err_after_ms, st.hang ? 1 : 0,
-         last_recv > first_recv ? st.bytes * 8.0 / ((last_recv - first_recv) * 1e3) : 0.0);
-  fflush(stdout);
+  PrintResult(st, last_recv > first_recv ? st.bytes * 8.0 / ((last_recv - first_recv) * 1e3) : 0.0);
   // Let the peer finish reading our terminator and acks before closing.
   if (!st.err && !st.hang) {
     rr::Deadline linger = rr::Deadline::AfterMs(300);
