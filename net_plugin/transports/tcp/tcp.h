@@ -37,7 +37,6 @@ Status TuneStream(int fd, const TcpConfig& cfg);
 struct TcpProgress {
   uint32_t unacked = 0;           // segments in flight, not yet acknowledged
   uint64_t bytes_acked = 0;       // cumulative bytes the peer acknowledged (snd_una progress)
-  uint32_t last_ack_recv_ms = 0;  // since the last ACK segment arrived (any ACK, even a duplicate)
   uint32_t notsent_bytes = 0;     // written by the application, not yet sent
   uint32_t outq_bytes = 0;        // written, not yet acknowledged (SIOCOUTQ: unsent + in flight)
 };

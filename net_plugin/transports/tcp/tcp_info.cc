@@ -19,7 +19,6 @@ bool ReadTcpProgress(int fd, TcpProgress* out) {
   if (len < offsetof(tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked)) return false;
   out->unacked = ti.tcpi_unacked;
   out->bytes_acked = ti.tcpi_bytes_acked;
-  out->last_ack_recv_ms = ti.tcpi_last_ack_recv;
   out->notsent_bytes = len >= offsetof(tcp_info, tcpi_notsent_bytes) + sizeof(ti.tcpi_notsent_bytes) ? ti.tcpi_notsent_bytes : 0;
   int outq = 0;
   out->outq_bytes = ioctl(fd, SIOCOUTQ, &outq) == 0 && outq > 0 ? static_cast<uint32_t>(outq) : 0;
