@@ -6,7 +6,8 @@
 //   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
 // Env FAULT_PEER_PAUSE=AT_MS:LEN_MS: at AT_MS the peer stops calling the plugin for LEN_MS (NCCL
 // leaving a comm unpolled), then carries on.
-// Env FAULT_PEER_LAST=send|recv: one message instead of a stream. After set-up the peer prints READY
+// Env FAULT_PEER_LAST=send|recv: one message instead of a stream. After set-up and 400 ms of warm-up
+// messages (every standby link up on both sides) the peer prints READY
 // and waits for GO on stdin; the sender sends one verified message of msg_bytes and tests it for up
 // to duration_ms (hang=1 when it never completes); the receiver receives and checks it, then never
 // calls the plugin again (NCCL has nothing more to receive on that comm) until duration_ms passed.
@@ -62,33 +63,54 @@ void PrintResult(const Stats& st, double rate_mbps) {
   fflush(stdout);
 }
 
-// FAULT_PEER_LAST: the last message of a job, after which its receiver stops polling.
+// One message through the plugin: post it (retrying a NULL request), then test it until done or
+// `end`. *size: the received size.
+rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uint64_t>* buf, size_t bytes,
+                          const rr::Deadline& end, bool* done, int* size) {
+  void* q = nullptr;
+  rrNcclResult_t r = rrNcclSuccess;
+  void* data = buf->data();
+  size_t cap = buf->size() * 8;
+  int tag = 0, d = 0;
+  while (q == nullptr && r == rrNcclSuccess && !end.Expired()) {
+    r = sender ? p->Isend(comm, data, bytes, 0, nullptr, nullptr, &q)
+               : p->Irecv(comm, 1, &data, &cap, &tag, nullptr, nullptr, &q);
+  }
+  while (r == rrNcclSuccess && q != nullptr && !d && !end.Expired()) {
+    r = p->Test(q, &d, size);
+    if (!d) sched_yield();
+  }
+  *done = d != 0;
+  return r;
+}
+
+// FAULT_PEER_LAST: the last message of a job, after which its receiver stops polling. Before it,
+// 400 ms of small messages (ended by a 0-byte one) keep both sides polling, so every standby link
+// is connected and accepted on both sides whatever the machine's load.
 int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration_ms, size_t bytes) {
+  std::vector<uint64_t> buf(bytes / 8);
+  rr::Deadline setup = rr::Deadline::AfterMs(10000), warm = rr::Deadline::AfterMs(400);
+  for (bool last = false; !last;) {
+    bool done = false;
+    int size = -1;
+    last = sender && warm.Expired();
+    if (OneMessage(p, sender ? sc : rc, sender, &buf, last ? 0 : bytes, setup, &done, &size) != rrNcclSuccess || !done) {
+      return fprintf(stderr, "warm-up message failed\n"), 3;
+    }
+    if (!sender) last = size == 0;
+  }
   printf("READY\n");
   fflush(stdout);
   std::string word;
   std::cin >> word;
   if (word != "GO") return fprintf(stderr, "expected GO on stdin\n"), 2;
-  std::vector<uint64_t> buf(bytes / 8);
   Stats st;
   uint64_t t0 = rr::NowMs();
   rr::Deadline end = rr::Deadline::AfterMs(duration_ms);
-  void* q = nullptr;
-  rrNcclResult_t r = rrNcclSuccess;
-  if (sender) {
-    Fill(buf.data(), buf.size(), 0);
-    while (q == nullptr && r == rrNcclSuccess && !end.Expired()) r = p->Isend(sc, buf.data(), bytes, 0, nullptr, nullptr, &q);
-  } else {
-    void* data = buf.data();
-    size_t cap = bytes;
-    int tag = 0;
-    while (q == nullptr && r == rrNcclSuccess && !end.Expired()) r = p->Irecv(rc, 1, &data, &cap, &tag, nullptr, nullptr, &q);
-  }
-  int done = 0, size = -1;
-  while (r == rrNcclSuccess && q != nullptr && !done && !end.Expired()) {
-    r = p->Test(q, &done, &size);
-    if (!done) sched_yield();
-  }
+  if (sender) Fill(buf.data(), buf.size(), 0);
+  bool done = false;
+  int size = -1;
+  rrNcclResult_t r = OneMessage(p, sender ? sc : rc, sender, &buf, bytes, end, &done, &size);
   if (r != rrNcclSuccess) st.err = r, st.err_after_ms = rr::NowMs() - t0;
   st.hang = r == rrNcclSuccess && !done;
   if (done && sender) st.sent = 1;
