@@ -249,7 +249,7 @@ class SendComm final : public Comm {
   Status WriteStream(TxLink& l, int i, bool* progressed);
   void OnChunkWritten(const Frame& f);
   Status ReadControl(TxLink& l);
-  void OnAck(uint64_t ack);
+  void OnAck(uint64_t ack, uint64_t credit);
   void ForgetBacklogIfIdle();
   void FailLink(TxLink& l, const std::string& why, bool peer_closed);
   void PostFailover(const TxLink& l, const std::string& why, size_t bytes, size_t chunks, uint64_t now);
@@ -273,6 +273,7 @@ class SendComm final : public Comm {
   uint64_t next_seq_ = 0;
   uint64_t sched_seq_ = 0;
   uint64_t acked_ = 0;
+  uint64_t credit_ = 0;            // receives the peer has posted: only messages below it are sent
   size_t eager_bytes_ = 0;         // bytes held in eager copies (bounded by cfg_.eager_pool)
   uint64_t setup_start_ns_ = 0;
   uint64_t next_board_ns_ = 0;
@@ -296,7 +297,15 @@ class RecvComm final : public Comm {
   Status Test(Request* r, int* done, int* size) override;
 
  private:
-  enum class Phase : uint8_t { kHeader, kPayload, kDiscard };
+  enum class Phase : uint8_t { kHeader, kPayload, kDiscard, kStash };
+  // A chunk of an eager message that arrived before its receive was posted. The sender writes eager
+  // chunks without waiting for the credit (wire.h), so the receiver must always absorb them: the
+  // copy is placed when the receive is posted. Bounded by the sender's eager pool (RERAIL_EAGER_POOL).
+  struct Stashed {
+    Frame hdr{};
+    std::vector<uint8_t> bytes;
+    int link = -1;          // link whose stream is filling it (-1 once complete)
+  };
   struct RxStream {
     Phase phase = Phase::kHeader;
     Frame hdr{};
@@ -304,6 +313,7 @@ class RecvComm final : public Comm {
     uint8_t* dst = nullptr;
     size_t remaining = 0;
     RxTracker::Slot* slot = nullptr;
+    Stashed* stash = nullptr;  // kStash: the copy being filled
   };
   struct RxLink {
     std::unique_ptr<Link> link;  // null while down
@@ -321,6 +331,8 @@ class RecvComm final : public Comm {
   Status ReadStream(RxLink& l, int i, bool* progressed);
   Status OnHeader(RxLink& l, RxStream& s, bool* stalled);
   void OnPlaced(RxStream& s);
+  void Complete(RxTracker::Slot* slot, const Frame& f);
+  void DrainStash();
   void DropLink(int idx, const std::string& why, bool peer_closed);
   Status FlushControl(uint64_t now, bool flush_acks);
   Status PollListener(uint64_t now);
@@ -333,7 +345,10 @@ class RecvComm final : public Comm {
   RxTracker tracker_;
   std::vector<RxLink> links_;
   std::vector<uint8_t> scratch_;  // sink for dropped payloads
+  std::vector<std::unique_ptr<Stashed>> stash_;  // eager chunks waiting for their receive
+  size_t stash_bytes_ = 0;
   uint64_t ack_sent_ = 0;
+  uint64_t credit_sent_ = 0;    // receives posted as last announced to the sender
   bool ack_urgent_ = false;     // a normal message completed since the last ack: ack in this call
   uint32_t eager_unacked_ = 0;  // eager messages completed since the last ack
   size_t eager_unacked_bytes_ = 0;

@@ -13,6 +13,9 @@ constexpr size_t kScratchBytes = 1 << 16;
 constexpr uint64_t kListenPollNs = 2'000'000;  // how often a comm looks for re-connected rails
 constexpr size_t kMaxLinks = 16;
 constexpr uint32_t kEagerAckEvery = 16;  // eager completions that force an ack without waiting a call
+// Eager chunks held for receives not posted yet. The sender keeps at most RERAIL_EAGER_POOL eager bytes
+// unacknowledged (plus re-sent copies after a failover); past this a chunk waits in its socket.
+constexpr size_t kMaxStashBytes = 64u << 20;
 }  // namespace
 
 RecvComm::RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, std::unique_ptr<Link> first)
@@ -80,7 +83,16 @@ void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
   l.rx.clear();
   l.out.clear();
   ++l.epoch;
-  ack_sent_ = 0;  // the dropped link may have carried the last ack: announce it again on a survivor
+  for (size_t i = 0; i < stash_.size();) {  // copies its streams were filling are cut short
+    if (stash_[i]->link == idx) {
+      stash_bytes_ -= stash_[i]->bytes.size();
+      stash_.erase(stash_.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
+  ack_sent_ = 0;  // the dropped link may have carried the last ack or credit: announce both again
+  credit_sent_ = 0;
   ack_urgent_ = true;
   int live = LiveLinks();
   if (live == 0) {
@@ -128,6 +140,7 @@ Status RecvComm::Irecv(void* data, size_t cap, void* phandle, Request** req) {
   r->slot = slot;
   ProfStart(cfg_.prof, r, phandle, cfg_.dev);
   *req = r;
+  if (!stash_.empty()) DrainStash();
   (void)Progress(false);  // a failure found here is reported by test() on this request
   return Status::Ok();
 }
@@ -146,7 +159,19 @@ Status RecvComm::OnHeader(RxLink& l, RxStream& s, bool* stalled) {
   RxTracker::Slot* slot = nullptr;
   switch (tracker_.Classify(s.hdr, l.epoch, &slot, &err)) {
     case RxTracker::Verdict::kNotPosted:
-      *stalled = true;  // the bytes wait in the socket: no copy, and TCP flow control pushes back
+      if (IsEager(s.hdr) && stash_bytes_ + s.hdr.len <= kMaxStashBytes) {
+        stash_.push_back(std::make_unique<Stashed>());
+        s.stash = stash_.back().get();
+        s.stash->hdr = s.hdr;
+        s.stash->bytes.resize(s.hdr.len);
+        s.stash->link = static_cast<int>(&l - links_.data());
+        stash_bytes_ += s.hdr.len;
+        s.phase = Phase::kStash;
+        s.dst = s.stash->bytes.data();
+        s.remaining = s.hdr.len;
+        return Status::Ok();
+      }
+      *stalled = true;  // credited chunks only (wire.h): its receive is being posted; no copy meanwhile
       return Status::Ok();
     case RxTracker::Verdict::kError:
       return Fail(Code::kRemoteError, "from " + l.link->Describe() + ": " + err);
@@ -165,14 +190,38 @@ Status RecvComm::OnHeader(RxLink& l, RxStream& s, bool* stalled) {
 }
 
 void RecvComm::OnPlaced(RxStream& s) {
-  if (tracker_.Placed(s.slot, s.hdr)) {
-    auto* r = static_cast<Request*>(s.slot->owner);
-    r->size = static_cast<size_t>(s.slot->total);
-    r->state = ReqState::kDone;
-    if (IsEager(s.hdr)) ++eager_unacked_, eager_unacked_bytes_ += r->size;
-    else ack_urgent_ = true;  // the sender's request waits for this ack
-  }
+  Complete(s.slot, s.hdr);
   s.slot = nullptr;
+}
+
+void RecvComm::Complete(RxTracker::Slot* slot, const Frame& f) {
+  if (!tracker_.Placed(slot, f)) return;
+  auto* r = static_cast<Request*>(slot->owner);
+  r->size = static_cast<size_t>(slot->total);
+  r->state = ReqState::kDone;
+  if (IsEager(f)) ++eager_unacked_, eager_unacked_bytes_ += r->size;
+  else ack_urgent_ = true;  // the sender's request waits for this ack
+}
+
+// Places the stashed eager chunks whose receive is posted now; drops those no longer needed.
+void RecvComm::DrainStash() {
+  for (size_t i = 0; i < stash_.size();) {
+    Stashed& c = *stash_[i];
+    RxTracker::Slot* slot = nullptr;
+    std::string err;
+    RxTracker::Verdict v = c.link >= 0 ? RxTracker::Verdict::kNotPosted  // still being filled
+                                       : tracker_.Classify(c.hdr, 0, &slot, &err);
+    if (v == RxTracker::Verdict::kNotPosted) {
+      ++i;
+      continue;
+    }
+    if (v == RxTracker::Verdict::kPlace) {
+      if (c.hdr.len > 0) memcpy(static_cast<uint8_t*>(slot->buf) + c.hdr.offset, c.bytes.data(), c.hdr.len);
+      Complete(slot, c.hdr);
+    }
+    stash_bytes_ -= c.bytes.size();
+    stash_.erase(stash_.begin() + static_cast<long>(i));
+  }
 }
 
 Status RecvComm::ReadStream(RxLink& l, int i, bool* progressed) {
@@ -205,6 +254,17 @@ Status RecvComm::ReadStream(RxLink& l, int i, bool* progressed) {
         s.remaining -= n;
         if (s.remaining == 0) OnPlaced(s), s.phase = Phase::kHeader;
       }
+    } else if (s.phase == Phase::kStash) {
+      st = IoState::kOk;
+      if (s.remaining > 0) st = l.link->Read(i, s.dst, s.remaining, &n, &err);
+      if (st == IoState::kOk) {
+        s.dst += n;
+        s.remaining -= n;
+        if (s.remaining == 0) {  // complete: its receive may have been posted meanwhile
+          s.stash->link = -1, s.stash = nullptr, s.phase = Phase::kHeader;
+          DrainStash();
+        }
+      }
     } else {
       if (scratch_.empty()) scratch_.resize(kScratchBytes);
       st = l.link->Read(i, scratch_.data(), std::min(s.remaining, scratch_.size()), &n, &err);
@@ -226,8 +286,11 @@ Status RecvComm::ReadStream(RxLink& l, int i, bool* progressed) {
 // alone wait for `flush_acks` (the next call) unless enough of them piled up.
 Status RecvComm::FlushControl(uint64_t now, bool flush_acks) {
   uint64_t prefix = tracker_.completed_prefix();
-  bool ack_due = prefix != ack_sent_ && (flush_acks || ack_urgent_ || eager_unacked_ >= kEagerAckEvery ||
-                                         eager_unacked_bytes_ >= cfg_.eager_pool / 2);
+  uint64_t credit = tracker_.posted();
+  // A new credit goes out at once: the sender may be holding a message for it.
+  bool ack_due = (prefix != ack_sent_ && (flush_acks || ack_urgent_ || eager_unacked_ >= kEagerAckEvery ||
+                                          eager_unacked_bytes_ >= cfg_.eager_pool / 2)) ||
+                 credit != credit_sent_;
   // The first two live links carry the ack: an ack lost with a failing link would otherwise wait
   // for this comm's next call, which may never come (the receiver has nothing left to receive). A
   // failed write below drops its link, and DropLink asks for the ack again.
@@ -235,6 +298,7 @@ Status RecvComm::FlushControl(uint64_t now, bool flush_acks) {
   if (ack_due && LiveLinks() > 0) {
     copies = 2;
     ack_sent_ = prefix;
+    credit_sent_ = credit;
     ack_urgent_ = false;
     eager_unacked_ = 0;
     eager_unacked_bytes_ = 0;
@@ -243,11 +307,11 @@ Status RecvComm::FlushControl(uint64_t now, bool flush_acks) {
     RxLink& l = links_[idx];
     if (!l.link) continue;
     if (copies > 0) {
-      l.out.push_back(Frame{FrameMagic(FrameType::kAck), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});
+      l.out.push_back(Frame{FrameMagic(FrameType::kAck), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, credit, 0});
       --copies;
     }
     if (now - l.last_hb_ns >= cfg_.heartbeat_ns && l.out.size() < 4) {
-      l.out.push_back(Frame{FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, 0, 0});
+      l.out.push_back(Frame{FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, credit, 0});
       l.last_hb_ns = now;
     }
     while (!l.out.empty()) {

@@ -223,7 +223,10 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
   }
   if (!Eligible(l)) return false;
   while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
-  if (requeue_.empty() && sched_seq_ >= next_seq_) return false;  // nothing to send (the common idle case)
+  // Fresh chunks only of messages the receiver has posted (the credit), or eager ones, which the
+  // receiver always absorbs: see wire.h.
+  bool fresh = sched_seq_ < next_seq_ && (sched_seq_ < credit_ || msgs_[sched_seq_ % RxTracker::kWindow].eager);
+  if (requeue_.empty() && !fresh) return false;  // nothing to send (the common idle case)
   int idx = static_cast<int>(&l - links_.data());
   if (links_.size() > 1) {
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
@@ -242,7 +245,7 @@ bool SendComm::NextItem(TxLink& l, TxStream* s) {
   if (have) ++resent_chunks_, resent_bytes_ += c.len;
   if (requeue_.empty() && resent_chunks_ > 0) PostRetransmit(idx);
   if (!have) {
-    if (sched_seq_ >= next_seq_) return false;  // the requeue held only acknowledged chunks
+    if (!fresh) return false;  // the requeue held only acknowledged chunks
     TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
     c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
     m.next_off += c.len;
@@ -312,7 +315,8 @@ void SendComm::ForgetBacklogIfIdle() {
   for (size_t i = 0; i < links_.size(); ++i) sched_.OnKernelQueue(static_cast<int>(i), 0);
 }
 
-void SendComm::OnAck(uint64_t ack) {
+void SendComm::OnAck(uint64_t ack, uint64_t credit) {
+  credit_ = std::max(credit_, credit);
   if (ack <= acked_ || ack > next_seq_) return;
   for (; acked_ < ack; ++acked_) {
     TxMsg& m = msgs_[acked_ % RxTracker::kWindow];
@@ -367,7 +371,7 @@ Status SendComm::ReadControl(TxLink& l) {
     switch (TypeOf(f)) {
       case FrameType::kAck:
       case FrameType::kHeartbeat:
-        OnAck(f.seq);
+        OnAck(f.seq, f.offset);
         break;
       case FrameType::kLinkDown:
         if (f.seq < links_.size() && &links_[f.seq] != &l) FailLink(links_[f.seq], "peer reported the link down", false);

@@ -10,7 +10,12 @@
 // Control frames (kAck, kHeartbeat, kLinkDown) have len 0. Frame fields for kData: conn = low 32 bits of the connection id, epoch = the link epoch the chunk was
 // sent under, seq = message sequence number (0, 1, … in isend order = irecv posting order), offset/len =
 // where the payload goes in the message, total = the message size. For kAck: seq = number of messages
-// completed in order (cumulative: every seq < ack is complete). Host byte order (both ends of a rerail
+// completed in order (cumulative: every seq < ack is complete), offset = the receiver's credit: the number
+// of receives it has posted (every seq < credit has a posted buffer). The sender writes chunks only of
+// messages below the credit, so every chunk on a stream can be placed as soon as it arrives and a
+// stream's head never waits for a receive: a re-sent chunk can never queue behind a chunk that the
+// receiver cannot take yet (that deadlocked a failover while NCCL had not re-posted its slots).
+// kHeartbeat carries the same two values. Host byte order (both ends of a rerail
 // connection run the same code on the same architecture; the magic catches anything else).
 #pragma once
 
@@ -41,8 +46,9 @@ static_assert(sizeof(Hello) == 48, "Hello is 48 bytes on the wire");
 
 enum class FrameType : uint8_t {
   kData = 1,       // payload chunk of a message
-  kAck = 2,        // cumulative message acknowledgement (receiver → sender)
-  kHeartbeat = 3,  // receiver → sender on every live link every RERAIL_HEARTBEAT_MS; seq = cumulative ack
+  kAck = 2,        // cumulative message acknowledgement and credit (receiver → sender)
+  kHeartbeat = 3,  // receiver → sender on every live link every RERAIL_HEARTBEAT_MS; seq = cumulative ack,
+                   // offset = credit
   kLinkDown = 4,   // either direction, on a surviving link: seq = index of the link that failed,
                    // epoch = its new epoch (the peer drops that link and anything older)
 };

@@ -6,6 +6,8 @@
 //   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
 // Env FAULT_PEER_PAUSE=AT_MS:LEN_MS: at AT_MS the peer stops calling the plugin for LEN_MS (NCCL
 // leaving a comm unpolled), then carries on.
+// Env FAULT_PEER_RECV_AHEAD=N: at most N receives posted at once (default 8). NCCL re-posts a slot only
+// once the GPU consumed it, so its sender can run several messages ahead of the posted receives.
 // Env FAULT_PEER_LAST=send|recv: one message instead of a stream. After set-up and 400 ms of warm-up
 // messages (every standby link up on both sides) the peer prints READY
 // and waits for GO on stdin; the sender sends one verified message of msg_bytes and tests it for up
@@ -14,6 +16,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -175,6 +178,8 @@ int main(int argc, char** argv) {
   rr::Deadline hard = rr::Deadline::AfterMs(duration_ms + 60000);
   uint64_t pause_at = 0, pause_ms = 0;
   if (const char* pz = getenv("FAULT_PEER_PAUSE")) sscanf(pz, "%" SCNu64 ":%" SCNu64, &pause_at, &pause_ms);
+  uint64_t recv_ahead = kWindow;
+  if (const char* ra = getenv("FAULT_PEER_RECV_AHEAD")) recv_ahead = std::max<uint64_t>(1, std::min<uint64_t>(kWindow, strtoull(ra, nullptr, 0)));
   while (!(send_done && recv_done)) {
     if (hard.Expired()) { st.hang = true; break; }
     if (pause_ms > 0 && rr::NowMs() - t0 >= pause_at) usleep(pause_ms * 1000), pause_ms = 0;
@@ -205,7 +210,7 @@ int main(int argc, char** argv) {
     }
     // receive side
     int kr = static_cast<int>(next_post % kWindow);
-    if (!recv_done && rreq[kr] == nullptr) {
+    if (!recv_done && rreq[kr] == nullptr && next_post - st.recv < recv_ahead) {
       void* data = rbuf[kr].data();
       size_t cap = base;
       int tag = 0;

@@ -214,6 +214,31 @@ TEST_F(NetFaults, BlackholeMidStreamIsDetectedByTheWatchdog) {
   EXPECT_LT(std::max(a.maxgap_ms, b.maxgap_ms), 1500.0) << "longest stall of completions";
 }
 
+// NCCL re-posts a receive slot only after the GPU consumed it, so the sender runs messages ahead of
+// the posted receives. A black hole then makes the sender re-send the current message's chunks on
+// the survivors: they must not queue behind chunks of messages the receiver has not posted (a
+// receiver that leaves such a chunk at the head of its stream never reads what follows: deadlock).
+TEST_F(NetFaults, BlackholeWithALaggingReceiverDoesNotHang) {
+  PeerResult a, b;
+  Run("RERAIL_STALL_MS=300 FAULT_PEER_RECV_AHEAD=1", 3500, [&] {
+    std::this_thread::sleep_for(1000ms);
+    topo().Blackhole(0, 0);
+  }, &a, &b, 1 << 20);
+  ExpectBothClean(a, b);
+  EXPECT_NE((a.log + b.log).find("stall"), std::string::npos) << a.log << b.log;
+}
+
+// Eager messages are written before their receive is posted (the receiver stashes them): with a
+// lagging receiver and a black hole, the stash takes re-sent duplicates and loses nothing.
+TEST_F(NetFaults, BlackholeWithALaggingReceiverSmallEagerMessagesLosesNothing) {
+  PeerResult a, b;
+  Run("RERAIL_STALL_MS=300 RERAIL_EAGER_MAX=16384 FAULT_PEER_RECV_AHEAD=1", 3500, [&] {
+    std::this_thread::sleep_for(1000ms);
+    topo().Blackhole(0, 1);
+  }, &a, &b, 8192);
+  ExpectBothClean(a, b);
+}
+
 TEST_F(NetFaults, PrimaryDownAtConnectTime) {
   topo().Fail(0, 0);
   PeerResult a, b;
