@@ -6,6 +6,7 @@
 //   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
 // Env FAULT_PEER_PAUSE=AT_MS:LEN_MS: at AT_MS the peer stops calling the plugin for LEN_MS (NCCL
 // leaving a comm unpolled), then carries on.
+// Env FAULT_PEER_HANG_MS=N: the run counts as hung (hang=1) when not finished N ms after its duration.
 // Env FAULT_PEER_RECV_AHEAD=N: at most N receives posted at once (default 8). NCCL re-posts a slot only
 // once the GPU consumed it, so its sender can run several messages ahead of the posted receives.
 // Env FAULT_PEER_LAST=send|recv: one message instead of a stream. After set-up and 400 ms of warm-up
@@ -175,7 +176,10 @@ int main(int argc, char** argv) {
   uint64_t next_send = 0, next_post = 0;
   bool send_done = false, recv_done = false, term_posted = false;
   uint64_t t0 = rr::NowMs(), last_recv = 0, first_recv = 0, first_err = 0;
-  rr::Deadline hard = rr::Deadline::AfterMs(duration_ms + 60000);
+  // FAULT_PEER_HANG_MS: a run still unfinished this long after its duration is a hang (default 60 s).
+  uint64_t hang_ms = 60000;
+  if (const char* h = getenv("FAULT_PEER_HANG_MS")) hang_ms = strtoull(h, nullptr, 0);
+  rr::Deadline hard = rr::Deadline::AfterMs(duration_ms + hang_ms);
   uint64_t pause_at = 0, pause_ms = 0;
   if (const char* pz = getenv("FAULT_PEER_PAUSE")) sscanf(pz, "%" SCNu64 ":%" SCNu64, &pause_at, &pause_ms);
   uint64_t recv_ahead = kWindow;
