@@ -1,0 +1,103 @@
+// The raw-TCP latency reference of scripts/bench-loopback.sh: two processes on 127.0.0.1 bounce a
+// SIZE-byte message over one TCP connection whose ends spin on non-blocking sockets (TCP_NODELAY,
+// no poll/epoll), the fastest a byte stream goes between two processes, and the same waiting style
+// as a net plugin driven by NCCL's busy-polling proxy thread.
+//
+//   tcp-spin-pingpong [--size BYTES] [--iters N] [--warmup N]
+// Prints one line: "lat_us=<mean one-way> lat_p50_us=<median one-way> iters=N size=BYTES" (one-way =
+// round trip / 2, as rerail-perf netbench reports it). Exit 0 on success, 1 on a socket error.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <vector>
+
+#include "rerail/clock.h"
+
+namespace {
+
+bool SetUp(int fd) {
+  int one = 1;
+  return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == 0 &&
+         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0;
+}
+
+// Spins until all `len` bytes moved; false on a socket error or EOF.
+bool SpinSend(int fd, const char* p, size_t len) {
+  while (len > 0) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+    if (n > 0) p += n, len -= static_cast<size_t>(n);
+    else if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+  }
+  return true;
+}
+bool SpinRecv(int fd, char* p, size_t len) {
+  while (len > 0) {
+    ssize_t n = recv(fd, p, len, 0);
+    if (n > 0) p += n, len -= static_cast<size_t>(n);
+    else if (n == 0 || (errno != EAGAIN && errno != EINTR)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t size = 8;
+  int iters = 20000, warmup = 1000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--size") size = strtoull(argv[i + 1], nullptr, 0);
+    else if (a == "--iters") iters = atoi(argv[i + 1]);
+    else if (a == "--warmup") warmup = atoi(argv[i + 1]);
+    else return fprintf(stderr, "usage: %s [--size BYTES] [--iters N] [--warmup N]\n", argv[0]), 2;
+  }
+  if (size == 0 || iters <= 0 || warmup < 0) return fprintf(stderr, "size and iters must be > 0\n"), 2;
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t al = sizeof(a);
+  if (ls < 0 || bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(ls, 1) != 0 ||
+      getsockname(ls, reinterpret_cast<sockaddr*>(&a), &al) != 0) {
+    return perror("listen"), 1;
+  }
+  std::vector<char> buf(size, 'x');
+  int total = warmup + iters;
+  pid_t child = fork();
+  if (child == 0) {  // the echo end
+    int fd = accept(ls, nullptr, nullptr);
+    if (fd < 0 || !SetUp(fd)) _exit(1);
+    for (int i = 0; i < total; ++i) {
+      if (!SpinRecv(fd, buf.data(), size) || !SpinSend(fd, buf.data(), size)) _exit(1);
+    }
+    _exit(0);
+  }
+  close(ls);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || !SetUp(fd)) return perror("connect"), 1;
+  std::vector<double> rtt;
+  rtt.reserve(iters);
+  for (int i = 0; i < total; ++i) {
+    uint64_t t0 = rr::NowNs();
+    if (!SpinSend(fd, buf.data(), size) || !SpinRecv(fd, buf.data(), size)) return perror("ping-pong"), 1;
+    if (i >= warmup) rtt.push_back(static_cast<double>(rr::NowNs() - t0) / 1000.0);
+  }
+  int st = 0;
+  waitpid(child, &st, 0);
+  double sum = 0;
+  for (double v : rtt) sum += v;
+  std::nth_element(rtt.begin(), rtt.begin() + rtt.size() / 2, rtt.end());
+  printf("lat_us=%.3f lat_p50_us=%.3f iters=%d size=%zu\n", sum / rtt.size() / 2, rtt[rtt.size() / 2] / 2, iters, size);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
