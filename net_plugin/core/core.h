@@ -1,0 +1,448 @@
+// rerail — the sans-I/O resilient-connection core: the protocol state machine of one NCCL send or
+// receive comm, with no descriptor, socket, queue pair, thread or clock of its own.
+//
+// Who drives it
+//   * Production: SendComm / RecvComm (net_plugin/send_comm.cc, recv_comm.cc) translate TCP socket
+//     readiness, reads, writes and TCP_INFO samples into the inputs below, and the outputs into
+//     sendmsg/recv calls and connector objects. The IB transport (#8) will do the same with work
+//     requests and completions. The simulator (tests/sim/) drives the very same objects with a
+//     virtual clock and simulated links. There is no #ifdef and no "simulation mode" in the core.
+//   * Every input carries `now` (ns, any origin, never decreasing across calls on one core). The
+//     core never reads a clock; timers are values compared with `now`. Deadline() says when the core
+//     next needs an input if nothing else happens (the driver calls Poll(now) then; an early or extra
+//     Poll is a no-op).
+//   * After any input the driver drains the outputs, in this order: NextCommand (connect / close
+//     links), NextTx (sender) or NextControl (receiver) for every link that can take bytes,
+//     NextCompletion, then Deadline(). Draining is cheap and idempotent.
+//
+// The model: chunk-level, not a byte stream
+//   A connection has N links (one per rail to the peer; link 0 is the primary = NCCL's device). A
+//   link has S ordered streams (TCP: sockets; RDMA: one RC QP per stream). Messages (isend/irecv,
+//   sequence numbers 0, 1, ... in posting order, at most RxTracker::kWindow outstanding) are cut into
+//   chunks of cfg.chunk bytes; each chunk travels as a Frame (wire.h: conn, link epoch, seq, offset,
+//   len, total) followed by `len` payload bytes on ONE stream of ONE link. Chunks of one message may
+//   use any links and arrive in any order; within a stream they arrive in the order written.
+//   Control frames (acks + credits, heartbeats, link-down notices) are payload-less Frames.
+//
+// Sender side (SendCore), per link:
+//   NextTx(now, link, &tx)        the link has room for one more frame (TCP: a stream finished its
+//                                 previous frame and the socket is writable; RDMA: a send-queue slot):
+//                                 the core hands out the next frame for it or says "nothing now".
+//                                 tx.payload points into NCCL's buffer (the retransmit buffer: it
+//                                 stays valid until the send completes) or into the core's eager copy.
+//                                 Writing it is the driver's job: TCP = one sendmsg of header+payload,
+//                                 continued on short writes; RDMA = one RDMA WRITE at the offset the
+//                                 receiver published (see "RDMA" below).
+//   OnWritten(link, bytes)        bytes of any frame entered the transport (kernel socket buffer /
+//                                 posted WR): the rail's backlog for the scheduler.
+//   OnTxDone(now, link, hdr)      a whole frame entered the transport (eager sends complete here).
+//   OnControl(now, link, frame)   a control frame arrived from the receiver on `link`.
+//   OnLinkUp / OnConnectFailed / OnLinkError / OnRail   link life cycle (below).
+//   OnSamples(now, samples)       transport counters per stream, when SampleDue(now): what the
+//                                 peer's transport acknowledged (TCP: tcpi_bytes_acked; RDMA: bytes
+//                                 of successful completions) and what is in flight. They drive the
+//                                 black-hole watchdog (bytes in flight, acknowledgement not advancing
+//                                 for cfg.stall_ns) and the bandwidth estimate of the scheduler.
+//   Outputs: NextCommand (kConnect link epoch: start (re)connecting, the failback probe; kClose link:
+//   drop its transport object now, its epoch is dead), NextCompletion (owner cookie, size, ok).
+//
+// Receiver side (RecvCore), per link and stream:
+//   OnLinkUp(now, link, epoch, rail, streams, name)   an incoming link finished its handshake.
+//   OnFrame(now, link, stream, hdr) -> RxAction       a frame header arrived: where its payload goes:
+//       kPlace   read action.len bytes straight into action.dst (the posted buffer at the chunk's
+//                offset), then call OnPayload(link, stream);
+//       kStash   same, but action.dst is a core-owned copy (an eager chunk whose receive is not posted);
+//       kDiscard read and drop action.len bytes (duplicate, stale epoch, completed message), then
+//                OnPayload;
+//       kWait    the chunk's receive is not posted: leave the payload where it is (in the socket) and
+//                offer the same header again after the next Irecv (credits make this rare: wire.h);
+//       kNone    a payload-less frame (control, or a zero-length chunk) fully handled: no OnPayload;
+//       kFail    protocol violation: the connection failed (status()).
+//   OnPayload(now, link, stream)  the payload of the last frame of that stream is in place.
+//   NextControl(now, link, &f)    a control frame to write on the link's control stream (stream 0,
+//                                 receiver -> sender). Once handed out it is the driver's to write.
+//   Release(owner-slot)           NCCL was told the receive completed: its slot may be reused.
+//   Poll(now, idle)               timers; idle = the driver's last pass moved no byte (deferred
+//                                 eager acks are flushed then, off the critical path).
+//
+// Link life cycle (both sides): OnLinkError(now, link, why, peer_closed) for a transport error
+// (peer_closed: RST/EOF from the peer, which counts towards "the peer closed every link"); OnRail
+// (now, rail, down) for a rail event of the local device `rail` (rtnetlink / IBV_EVENT_PORT_*).
+// The core bumps the link's epoch, re-queues its unacknowledged chunks, tells the peer over a
+// survivor and, on the sender, asks for a reconnect after capped exponential back-off
+// (cfg.backoff_*). A link is never failed for a stall while it is the last one alive; with no
+// working link for cfg.giveup_ns the connection fails and every pending request errors.
+//
+// RDMA (how #8 plugs in without touching the core; not implemented yet)
+//   * A stream = an RC QP; OnWritten/OnTxDone when the WRITE is posted; "delivered" samples from
+//     successful completions (RC: the remote ACK came back): acked_bytes = completed bytes,
+//     in_flight = posted - completed. A WC error = OnLinkError; flush errors of later WRs are
+//     ignored (the link is already failed). The frame header travels as the immediate data plus a
+//     small header ring (or as a 40-byte inline SEND before the WRITE), so the receiver's OnFrame /
+//     OnPayload are called from the WRITE_WITH_IMM completion with the data already placed: the
+//     driver checks that action.dst equals where the WRITE landed.
+//   * The sender must know the receive buffer's address per rail before writing: credits (acks carry
+//     "receives posted") already gate fresh chunks on a posted receive; the IB driver adds the
+//     address/rkey per rail to the same credit (a CTS frame the RecvCore emits on Irecv). Eager
+//     chunks go as SENDs into pre-posted bounce buffers (kStash path).
+//
+// What a simulator must provide to drive the core faithfully
+//   * Per link direction: S FIFO streams; a frame is delivered (OnFrame then OnPayload) after its
+//     serialization and propagation delay; bytes are only ever delivered in order on one stream, and
+//     never lost or duplicated while the link lives (TCP and RC hide loss): model faults as stalls
+//     (black holes: bytes stay in flight, acked_bytes stops), errors (OnLinkError on either side,
+//     with the unread tail lost), rail events (OnRail, with or without a real fault), slowness.
+//   * Backpressure: NextTx only when the simulated send queue has room (its depth bounds the rail's
+//     backlog); OnWritten/OnTxDone as frames enter that queue; samples (acked_bytes, in_flight,
+//     notsent, outq) from the simulated transport state when SampleDue.
+//   * Payload: real bytes (the core memcpy's eager copies and stashes; placement uses the driver's
+//     copy into action.dst), so oracles can check every byte.
+//   * Time: call Poll(now) at Deadline() at the latest; never go back in time.
+//
+// Thread-safety: none. One core is driven by one thread at a time (NCCL's progress thread). The only
+// shared object is the per-process RailLoad table of the scheduler (atomics), named in the config.
+// Errors: inputs never throw; a fatal condition moves the core to ConnState::kFailed and status()
+// carries the reason; every later request completes with that error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../link_state.h"
+#include "../rx_tracker.h"
+#include "../scheduler.h"
+#include "../wire.h"
+#include "rerail/status.h"
+
+namespace rr::net {
+
+enum class Policy : uint8_t {
+  kStripe,    // chunks go to every healthy link
+  kFailover,  // primary link only while it is healthy and not degraded; every healthy survivor otherwise
+};
+
+// Connection life cycle (logged on every change).
+enum class ConnState : uint8_t {
+  kActive,      // at least one link works or is being recovered
+  kPeerClosed,  // the peer closed its side in order; fine unless data is still expected
+  kFailed,      // unrecoverable: every pending and future request errors
+};
+const char* ConnStateName(ConnState s);
+
+// Why a link failed, from its reason text: names the board event and the profiler's short reason.
+enum class FailCause : uint8_t { kStall, kLinkDown, kOther };
+FailCause CauseOf(const std::string& why);
+const char* ShortReason(const std::string& why);
+
+// Protocol parameters (by value; shells read RERAIL_*, the simulator draws them).
+struct CoreConfig {
+  uint32_t chunk = 128 * 1024;      // RERAIL_CHUNK_SIZE
+  size_t eager_max = 16384;         // sends up to this size are eager (copied; complete once written); 0: never
+  size_t eager_pool = 1 << 20;      // bytes of eager copies a send comm may hold unacknowledged
+  Policy policy = Policy::kStripe;
+  uint64_t stall_ns = 1'000'000'000;
+  uint64_t heartbeat_ns = 200'000'000;
+  uint64_t giveup_ns = 30'000'000'000;
+  uint64_t connect_grace_ns = 1'000'000'000;  // how long connect waits for the primary before settling
+  uint64_t backoff_min_ns = 100'000'000;
+  uint64_t backoff_max_ns = 5'000'000'000;
+  RailLoad* loads = nullptr;  // per local rail, shared by a context's send comms (null: private)
+};
+
+// How often a link's transport counters are sampled for the stall watchdog: an eighth of the stall
+// time (at least 1 ms), so a black hole is caught within stall_ns * 9 / 8.
+inline uint64_t StallCheckNs(const CoreConfig& c) { return c.stall_ns / 8 > 1000000 ? c.stall_ns / 8 : 1000000; }
+
+// What the transport says about one stream's send side (TCP_INFO / RDMA completion counts).
+struct StreamSample {
+  uint64_t acked_bytes = 0;  // cumulative bytes the peer's transport acknowledged
+  uint64_t in_flight = 0;    // sent and not acknowledged (0: nothing in flight)
+  uint64_t notsent = 0;      // written by the driver, not yet sent (the transport is the limit)
+  uint64_t outq = 0;         // written, not yet acknowledged (queued + in flight)
+};
+// One link's sample; valid = false when the link has no transport object or counters are unavailable.
+struct LinkSample {
+  bool valid = false;
+  int streams = 0;
+  StreamSample s[kMaxStreams];
+};
+
+// Notifications for logs, the rail-health board and the profiler (the driver implements them; the
+// simulator counts them). Default: ignore. Called synchronously from inside inputs.
+class CoreObserver {
+ public:
+  virtual ~CoreObserver() = default;
+  // A link failed with unacknowledged chunks re-queued (sender) or was dropped (receiver, bytes 0).
+  // to_link: the first surviving link (-1: none); stall_ns: time since the peer was last heard.
+  virtual void OnFailover(int /*link*/, const std::string& /*why*/, uint64_t /*bytes*/, uint64_t /*chunks*/,
+                          int /*to_link*/, uint64_t /*stall_ns*/, bool /*was_probing*/) {}
+  // The re-queued chunks of earlier failures were handed to `to_link` (one event per drain).
+  virtual void OnRetransmit(int /*to_link*/, uint64_t /*bytes*/, uint64_t /*chunks*/) {}
+  // The peer answered on a probing link: re-admitted.
+  virtual void OnFailback(int /*link*/) {}
+  // A sender link's state changed (not reported: the first connecting -> healthy).
+  virtual void OnLinkState(int /*link*/, LinkState /*from*/, LinkState /*to*/, const std::string& /*why*/) {}
+  // A sender's bandwidth estimate of a usable link (bytes/s), every heartbeat period.
+  virtual void OnBandwidth(int /*link*/, uint64_t /*bytes_per_s*/) {}
+};
+
+// One frame for the driver to write (sender -> receiver).
+struct TxFrame {
+  Frame hdr{};
+  const uint8_t* payload = nullptr;  // hdr.len bytes; valid until the message's send completes
+};
+
+// Link commands from the sender core.
+struct LinkCommand {
+  enum Kind : uint8_t {
+    kConnect,  // start connecting `link` with `epoch` (first connect, retry, failback probe)
+    kClose,    // drop the link's transport object (connector or established link) now
+  } kind;
+  int link;
+  uint32_t epoch;
+};
+
+// A request the core finished: owner = the cookie given to Isend/Irecv.
+struct Completion {
+  void* owner = nullptr;
+  size_t size = 0;  // send: message size; receive: bytes received
+};
+
+// The connection-wide part both sides share: state, failure, give-up clock.
+class CoreBase {
+ public:
+  ConnState state() const { return state_; }
+  const Status& status() const { return failure_; }  // Ok unless kFailed
+  uint64_t conn_id() const { return conn_id_; }
+  // Completed requests, in completion order. False when none is left.
+  bool NextCompletion(Completion* out);
+
+ protected:
+  CoreBase(uint64_t conn_id, CoreObserver* obs) : conn_id_(conn_id), obs_(obs != nullptr ? obs : &null_obs_) {}
+  void Transition(ConnState to, const std::string& why);
+  Status Fail(Code code, const std::string& why);
+  // Runs while no link works (usable and not stalled); true once it has run for longer than giveup_ns.
+  bool GiveUpDue(int working, uint64_t now, uint64_t giveup_ns);
+
+  uint64_t conn_id_;
+  CoreObserver null_obs_;
+  CoreObserver* obs_;
+  ConnState state_ = ConnState::kActive;
+  Status failure_;
+  uint64_t no_link_since_ns_ = 0;  // 0 while some link works
+  std::deque<Completion> done_;
+};
+
+// The stall watchdog's view of one link: per stream, when its acknowledgement last advanced while
+// bytes were in flight.
+struct StallTracker {
+  uint64_t acked[kMaxStreams] = {};
+  uint64_t since_ns[kMaxStreams] = {};  // 0: nothing in flight at the last sample
+  uint64_t age_ns = 0;                  // the worst stream's stall age at the last sample
+  void Reset() { *this = StallTracker{}; }
+  void Sample(const LinkSample& s, uint64_t now);
+};
+
+class SendCore final : public CoreBase {
+ public:
+  struct LinkSpec {
+    int rail = 0;              // local device (index into cfg.loads)
+    double nominal_bps = 1e9;  // until measured
+    std::string name;          // for logs: "rail eth1 -> 10.0.1.2:5000"
+  };
+  // Emits kConnect for every link at once (standby links are connected eagerly).
+  SendCore(const CoreConfig& cfg, uint64_t conn_id, std::vector<LinkSpec> links, CoreObserver* obs, uint64_t now);
+  ~SendCore();
+
+  // ---- NCCL calls
+  // Posts a send. *posted = false: retry later (window or request limit; not an error).
+  Status Isend(uint64_t now, const void* data, size_t size, void* owner, bool* posted);
+  // Setup: true once the comm may carry data (a link is up, and the primary settled or the grace
+  // period is over). An error when no link could be connected for giveup_ns.
+  Status Ready(uint64_t now, bool* ready);
+
+  // ---- link events
+  bool NextTx(uint64_t now, int link, TxFrame* out);
+  void OnWritten(int link, size_t bytes);
+  void OnTxDone(uint64_t now, int link, const Frame& hdr);
+  void OnControl(uint64_t now, int link, const Frame& f);
+  void OnLinkUp(uint64_t now, int link);
+  void OnConnectFailed(uint64_t now, int link, const std::string& why);
+  void OnLinkError(uint64_t now, int link, const std::string& why, bool peer_closed);
+  void OnRail(uint64_t now, int rail, bool down);
+  bool SampleDue(uint64_t now) const { return now >= next_sample_ns_; }
+  void OnSamples(uint64_t now, const std::vector<LinkSample>& samples);  // one per link
+
+  // ---- timers and outputs
+  void Poll(uint64_t now);
+  uint64_t Deadline() const;
+  bool NextCommand(LinkCommand* out);
+
+  // ---- introspection (drivers, tests, simulator oracles)
+  int links() const { return static_cast<int>(links_.size()); }
+  bool usable(int link) const { return links_[link].fsm.usable(); }
+  LinkState link_state(int link) const { return links_[link].fsm.state(); }
+  uint32_t epoch(int link) const { return links_[link].epoch; }
+  int LiveLinks() const;
+  size_t eager_bytes() const { return eager_bytes_; }
+  uint64_t posted() const { return next_seq_; }
+  uint64_t acked() const { return acked_; }
+  const Scheduler& scheduler() const { return sched_; }
+
+ private:
+  struct ChunkRef {
+    uint64_t seq;
+    uint64_t off;
+    uint32_t len;
+  };
+  struct TxMsg {
+    uint64_t seq = 0;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    size_t next_off = 0;      // next fresh byte to schedule
+    bool scheduled = false;   // every chunk handed out once
+    void* owner = nullptr;    // null once reported done (eager), so an ack cannot complete it twice
+    bool eager = false;       // data points into copy; completes when `written` reaches size
+    size_t written = 0;       // eager: payload bytes of chunks fully written (re-sends may count twice)
+    std::vector<uint8_t> copy;
+  };
+  struct TxLink {
+    LinkSpec spec;
+    LinkFsm fsm{""};
+    uint32_t epoch = 0;
+    bool has_transport = false;      // a connector or an established link exists in the driver
+    std::deque<ChunkRef> inflight;   // chunks handed to this link, not yet known acknowledged
+    uint64_t last_heard_ns = 0;
+    uint64_t retry_at_ns = 0;
+    uint64_t backoff_ns = 0;
+    StallTracker stall;
+    uint64_t acked_base = UINT64_MAX;  // the transport's acked-bytes count at the last report
+  };
+
+  bool Eligible(const TxLink& l) const;
+  bool Stalled(const TxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }
+  void Complete(TxMsg& m);
+  void OnAck(uint64_t ack, uint64_t credit);
+  void ForgetBacklogIfIdle();
+  void FailLink(uint64_t now, int idx, const std::string& why, bool peer_closed);
+  void StartConnect(uint64_t now, int idx);
+  void ReportDelivered(uint64_t now, const std::vector<LinkSample>& samples);
+  void CheckPrimarySpeed(uint64_t now);
+
+  CoreConfig cfg_;
+  std::vector<TxLink> links_;
+  TxMsg msgs_[RxTracker::kWindow];
+  Scheduler sched_;
+  std::vector<bool> eligible_;    // scratch for the scheduler
+  int64_t pending_bytes_ = 0;     // bytes of posted messages (and re-sends) not handed to a link yet
+  std::deque<ChunkRef> requeue_;  // chunks of failed links waiting to be re-sent
+  std::deque<Frame> notices_;     // control frames for the peer (link-down notices)
+  std::deque<LinkCommand> cmds_;
+  uint64_t next_seq_ = 0;
+  uint64_t sched_seq_ = 0;
+  uint64_t acked_ = 0;
+  uint64_t credit_ = 0;            // receives the peer has posted: only messages below it are sent
+  size_t eager_bytes_ = 0;         // bytes held in eager copies (bounded by cfg_.eager_pool)
+  uint64_t setup_start_ns_ = 0;
+  uint64_t next_sample_ns_ = 0;
+  uint64_t next_stall_check_ns_ = 0;
+  uint64_t next_report_ns_ = 0;
+  uint64_t next_board_ns_ = 0;
+  bool primary_degraded_ = false;  // failover policy: the primary is measurably slower than a survivor
+  uint64_t degraded_since_ns_ = 0;
+  static constexpr uint64_t kDegradeAfterNs = 500'000'000;
+  int peer_closed_links_ = 0;
+  uint64_t resent_chunks_ = 0;     // re-sent since the requeue last drained (one event per drain)
+  uint64_t resent_bytes_ = 0;
+};
+
+// What the receiver driver does with a frame's payload (RecvCore::OnFrame).
+struct RxAction {
+  enum Kind : uint8_t { kPlace, kStash, kDiscard, kWait, kNone, kFail } kind = kNone;
+  uint8_t* dst = nullptr;  // kPlace / kStash: where the payload goes (nullptr for kDiscard: a sink)
+  size_t len = 0;          // payload bytes to read (kPlace, kStash, kDiscard)
+};
+
+class RecvCore final : public CoreBase {
+ public:
+  RecvCore(const CoreConfig& cfg, uint64_t conn_id, uint32_t chunk_size, CoreObserver* obs);
+
+  // ---- NCCL calls
+  // Posts the next receive. *posted = false: retry later. *slot: pass to Release once NCCL was told.
+  Status Irecv(uint64_t now, void* buf, size_t cap, void* owner, bool* posted, void** slot);
+  void Release(void* slot);
+
+  // ---- link events
+  // An incoming link finished its handshake; false when it is refused (stale epoch, bad index).
+  bool OnLinkUp(uint64_t now, int link, uint32_t epoch, int rail, int streams, const std::string& name);
+  RxAction OnFrame(uint64_t now, int link, int stream, const Frame& hdr);
+  void OnPayload(uint64_t now, int link, int stream);
+  bool NextControl(uint64_t now, int link, Frame* out);
+  void OnLinkError(uint64_t now, int link, const std::string& why, bool peer_closed);
+  void OnRail(uint64_t now, int rail, bool down);
+  bool SampleDue(uint64_t now) const { return now >= next_sample_ns_; }
+  void OnSamples(uint64_t now, const std::vector<LinkSample>& samples);  // one per link (links())
+
+  // ---- timers
+  // idle: the driver's last pass read nothing (deferred eager acks go out now).
+  void Poll(uint64_t now, bool idle);
+  uint64_t Deadline() const;
+
+  // ---- introspection
+  int links() const { return static_cast<int>(links_.size()); }
+  bool alive(int link) const { return links_[link].alive; }
+  uint32_t epoch(int link) const { return links_[link].epoch; }
+  int rail(int link) const { return links_[link].rail; }
+  int LiveLinks() const;
+  uint64_t completed() const { return tracker_.completed_prefix(); }
+  uint64_t posted() const { return tracker_.posted(); }
+  size_t stash_bytes() const { return stash_bytes_; }
+
+ private:
+  struct Stashed {
+    Frame hdr{};
+    std::vector<uint8_t> bytes;
+    int link = -1;  // link whose stream is filling it (-1 once complete)
+  };
+  struct RxStream {
+    Frame hdr{};
+    RxAction::Kind kind = RxAction::kNone;
+    RxTracker::Slot* slot = nullptr;
+    Stashed* stash = nullptr;
+  };
+  struct RxLink {
+    bool alive = false;
+    uint32_t epoch = 0;
+    int rail = -1;
+    std::string name;
+    std::vector<RxStream> rx;
+    std::deque<Frame> out;  // control frames for the sender
+    uint64_t last_hb_ns = 0;
+    bool hb_now = false;    // answer at once (a new link: the sender re-admits it on the first frame)
+    StallTracker stall;
+  };
+
+  void Complete(RxTracker::Slot* slot, const Frame& f);
+  void DrainStash();
+  void DropLink(uint64_t now, int idx, const std::string& why, bool peer_closed);
+  void QueueControl(uint64_t now, bool flush_acks);
+  bool Stalled(const RxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }
+
+  CoreConfig cfg_;
+  RxTracker tracker_;
+  std::vector<RxLink> links_;
+  std::vector<std::unique_ptr<Stashed>> stash_;  // eager chunks waiting for their receive
+  size_t stash_bytes_ = 0;
+  uint64_t ack_sent_ = 0;
+  uint64_t credit_sent_ = 0;    // receives posted as last announced to the sender
+  bool ack_urgent_ = false;     // a normal message completed since the last ack
+  uint32_t eager_unacked_ = 0;  // eager messages completed since the last ack
+  size_t eager_unacked_bytes_ = 0;
+  uint64_t next_sample_ns_ = 0;
+};
+
+}  // namespace rr::net
