@@ -1,7 +1,6 @@
 #include "link_state.h"
 
 #include "rerail/log.h"
-#include "rerail/prof_net_event.h"
 
 namespace rr::net {
 namespace {
@@ -17,16 +16,6 @@ constexpr Edge kAllowed[] = {
     {LinkState::kProbing, LinkState::kHealthy},     // probe answered: re-admitted (failback)
     {LinkState::kProbing, LinkState::kFailed},      // probe failed: back off further
 };
-
-int ProfRailState(LinkState s) {
-  switch (s) {
-    case LinkState::kHealthy: return RR_PROF_RAIL_HEALTHY;
-    case LinkState::kFailed: return RR_PROF_RAIL_FAILED;
-    case LinkState::kConnecting:
-    case LinkState::kProbing: return RR_PROF_RAIL_RECOVERING;
-  }
-  return RR_PROF_RAIL_FAILED;
-}
 
 }  // namespace
 
@@ -45,12 +34,6 @@ bool LinkFsm::Transition(LinkState to, const std::string& why) {
     if (e.from == state_ && e.to == to) {
       RR_INFO(log::kFlagNet, "%s: %s -> %s (%s)", who_.c_str(), LinkStateName(state_), LinkStateName(to),
               why.c_str());
-      if (prof_ != nullptr && state_ != LinkState::kConnecting) {
-        auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RAIL_STATE, rail_, why.c_str());
-        ev.prevState = ProfRailState(state_);
-        ev.state = ProfRailState(to);
-        prof_->Post(ev);
-      }
       state_ = to;
       return true;
     }

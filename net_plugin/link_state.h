@@ -5,18 +5,12 @@
 // bug, state unchanged). Failback probing never gives up; only a give-up of the whole connection
 // (no link at all for RERAIL_GIVEUP_MS) ends it.
 //
-// Every applied change except the initial connecting -> healthy is also posted as a RAIL_STATE profiler
-// event when an emitter is set (set_prof).
-//
 // Thread-safety: none; owned by the connection's driving thread.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-namespace rr::prof {
-class NetEventEmitter;
-}
 namespace rr::net {
 
 enum class LinkState : uint8_t {
@@ -35,14 +29,10 @@ class LinkFsm {
   // Applies from→to if the table allows it; returns false (and logs) otherwise.
   bool Transition(LinkState to, const std::string& why);
   void set_who(std::string who) { who_ = std::move(who); }
-  // Post RAIL_STATE events for `rail` (local device) through `e` (may be null: none).
-  void set_prof(prof::NetEventEmitter* e, int rail) { prof_ = e, rail_ = rail; }
 
  private:
   LinkState state_ = LinkState::kConnecting;
   std::string who_;  // "conn 1a2b.. link 1 (rail eth1)"
-  prof::NetEventEmitter* prof_ = nullptr;
-  int rail_ = -1;
 };
 
 }  // namespace rr::net

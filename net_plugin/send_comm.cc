@@ -1,3 +1,4 @@
+// The TCP driver of the sending core (conn.h, core/core.h).
 #include <algorithm>
 #include <cstring>
 
@@ -9,36 +10,29 @@
 
 namespace rr::net {
 
-const char* ConnStateName(ConnState s) {
-  switch (s) {
-    case ConnState::kActive: return "active";
-    case ConnState::kPeerClosed: return "peer-closed";
-    case ConnState::kFailed: return "failed";
+CoreConfig ConnConfig::core() const {
+  CoreConfig c;
+  c.chunk = chunk;
+  c.eager_max = eager_max;
+  c.eager_pool = eager_pool;
+  c.policy = policy;
+  c.stall_ns = stall_ns;
+  c.heartbeat_ns = heartbeat_ns;
+  c.giveup_ns = giveup_ns;
+  c.connect_grace_ns = connect_grace_ns;
+  c.backoff_min_ns = backoff_min_ms * 1000000ull;
+  c.backoff_max_ns = backoff_max_ms * 1000000ull;
+  c.loads = loads;
+  return c;
+}
+
+void Comm::DrainCompletions(CoreBase& core) {
+  Completion c;
+  while (core.NextCompletion(&c)) {
+    auto* r = static_cast<Request*>(c.owner);
+    r->size = c.size;
+    r->state = ReqState::kDone;
   }
-  return "?";
-}
-
-void Comm::Transition(ConnState to, const std::string& why) {
-  if (state_ == to || state_ == ConnState::kFailed) return;  // failure is final
-  RR_INFO(log::kFlagNet, "conn %016lx: %s -> %s (%s)", static_cast<unsigned long>(conn_id_), ConnStateName(state_),
-          ConnStateName(to), why.c_str());
-  if (to == ConnState::kFailed) RR_WARN("connection %016lx failed: %s", static_cast<unsigned long>(conn_id_), why.c_str());
-  state_ = to;
-}
-
-Status Comm::Fail(Code code, const std::string& why) {
-  Transition(ConnState::kFailed, why);
-  if (failure_.ok()) failure_ = Status(code, why);
-  return failure_;
-}
-
-bool Comm::GiveUpDue(int working, uint64_t now, uint64_t giveup_ns) {
-  if (working > 0) {
-    no_link_since_ns_ = 0;
-    return false;
-  }
-  if (no_link_since_ns_ == 0) no_link_since_ns_ = now;
-  return now - no_link_since_ns_ > giveup_ns;
 }
 
 void Comm::ProfStart(prof::NetEventEmitter* e, Request* r, void* phandle, int rail) {
@@ -58,144 +52,128 @@ void Comm::ProfStop(prof::NetEventEmitter* e, Request* r) {
   r->prof = nullptr;
 }
 
-SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan)
-    : Comm(kSendCommMagic), cfg_(cfg), nonce_(nonce), links_(plan.size()) {
-  conn_id_ = conn_id;
-  setup_start_ns_ = NowNs();
-  std::vector<double> nominal;
-  std::vector<int> devs;
-  for (const auto& p : plan) {
-    nominal.push_back(cfg_.transport->Device(p.local_dev).speed_mbps * 1e6);
-    devs.push_back(p.local_dev);
-  }
-  sched_.Reset(devs, nominal, cfg_.loads);
-  eligible_.assign(plan.size(), false);
-  for (size_t i = 0; i < plan.size(); ++i) {
-    TxLink& l = links_[i];
-    l.plan = plan[i];
-    l.backoff_ms = cfg_.backoff_min_ms;
-    char who[160];
-    snprintf(who, sizeof(who), "conn %016lx link %zu (rail %s -> %s)", static_cast<unsigned long>(conn_id),
-             i, cfg_.transport->Device(l.plan.local_dev).name.c_str(), l.plan.remote.ToString().c_str());
-    l.fsm.set_who(who);
-    l.fsm.set_prof(cfg_.prof, l.plan.local_dev);
-    l.rail_gen = RailGen(cfg_.rails, l.plan.local_dev);
-    StartConnect(l);
-  }
-}
-
 namespace {
 constexpr uint64_t kEagerLingerMs = 1000;
+
+std::vector<SendCore::LinkSpec> Specs(const ConnConfig& cfg, const std::vector<LinkPlan>& plan) {
+  std::vector<SendCore::LinkSpec> out;
+  for (const auto& p : plan) {
+    SendCore::LinkSpec s;
+    s.rail = p.local_dev;
+    s.nominal_bps = cfg.transport->Device(p.local_dev).speed_mbps * 1e6;
+    s.name = "rail " + cfg.transport->Device(p.local_dev).name + " to peer " + p.remote.ToString();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+int ProfRailState(LinkState s) {
+  switch (s) {
+    case LinkState::kHealthy: return RR_PROF_RAIL_HEALTHY;
+    case LinkState::kFailed: return RR_PROF_RAIL_FAILED;
+    case LinkState::kConnecting:
+    case LinkState::kProbing: return RR_PROF_RAIL_RECOVERING;
+  }
+  return RR_PROF_RAIL_FAILED;
+}
 }  // namespace
+
+SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan)
+    : Comm(kSendCommMagic),
+      cfg_(cfg),
+      nonce_(nonce),
+      links_(plan.size()),
+      core_(cfg.core(), conn_id, Specs(cfg, plan), this, NowNs()) {
+  conn_id_ = conn_id;
+  uint64_t now = NowNs();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    links_[i].plan = plan[i];
+    links_[i].rail_gen = RailGen(cfg_.rails, plan[i].local_dev);
+  }
+  samples_.resize(plan.size());
+  Commands(now);  // the first connects
+}
 
 SendComm::~SendComm() {
   Deadline dl = Deadline::AfterMs(kEagerLingerMs);
-  while (eager_bytes_ > 0 && state_ == ConnState::kActive && LiveLinks() > 0 && !dl.Expired()) {
+  while (core_.eager_bytes() > 0 && core_.state() == ConnState::kActive && core_.LiveLinks() > 0 && !dl.Expired()) {
     if (!Progress().ok()) break;
   }
-  if (eager_bytes_ > 0) {
+  if (core_.eager_bytes() > 0) {
     RR_INFO(log::kFlagNet, "conn %016lx closed with %zu eager bytes unacknowledged", static_cast<unsigned long>(conn_id_),
-            eager_bytes_);
+            core_.eager_bytes());
   }
-  for (size_t i = 0; i < links_.size(); ++i) sched_.ClearQueued(static_cast<int>(i));  // the rails' shared load
 }
 
-void SendComm::StartConnect(TxLink& l) {
-  LinkIdentity id;
-  id.nonce = nonce_;
-  id.conn_id = conn_id_;
-  id.chunk_size = cfg_.chunk;
-  id.rail = l.plan.remote_rail;
-  id.link = static_cast<int>(&l - links_.data());
-  id.nstreams = cfg_.streams;
-  id.epoch = l.epoch;
-  Status st = cfg_.transport->Connect(l.plan.local_dev, l.plan.remote, id, &l.connector);
-  if (!st.ok()) {
-    l.connector.reset();
-    l.retry_at_ns = NowNs() + l.backoff_ms * 1000000ull;
-    RR_INFO(log::kFlagNet, "link %d connect: %s", id.link, st.ToString().c_str());
+void SendComm::Commands(uint64_t now) {
+  LinkCommand c;
+  while (core_.NextCommand(&c)) {
+    TxLink& l = links_[c.link];
+    if (c.kind == LinkCommand::kClose) {
+      l.link.reset();
+      l.connector.reset();
+      l.tx.clear();
+      l.in_got = 0;
+      continue;
+    }
+    LinkIdentity id;
+    id.nonce = nonce_;
+    id.conn_id = conn_id_;
+    id.chunk_size = cfg_.chunk;
+    id.rail = l.plan.remote_rail;
+    id.link = c.link;
+    id.nstreams = cfg_.streams;
+    id.epoch = c.epoch;
+    l.link.reset();
+    l.tx.clear();
+    Status st = cfg_.transport->Connect(l.plan.local_dev, l.plan.remote, id, &l.connector);
+    if (!st.ok()) {
+      l.connector.reset();
+      core_.OnConnectFailed(now, c.link, st.message());
+    }
   }
 }
 
 // Polls a link's connector; an established link starts carrying data (first connect) or waits for
-// the peer's answer on it (failback probe).
-Status SendComm::PollConnector(TxLink& l) {
-  if (!l.connector) return Status::Ok();
+// the peer's answer on it (failback probe): the core decides.
+void SendComm::PollConnector(int idx, uint64_t now) {
+  TxLink& l = links_[idx];
+  if (!l.connector) return;
   std::unique_ptr<Link> link;
   Status st = l.connector->Poll(&link);
   if (!st.ok()) {
     l.connector.reset();
-    if (l.fsm.state() != LinkState::kFailed) l.fsm.Transition(LinkState::kFailed, st.message());
-    l.retry_at_ns = NowNs() + l.backoff_ms * 1000000ull;
-    l.backoff_ms = std::min(l.backoff_ms * 2, cfg_.backoff_max_ms);
-    return Status::Ok();
+    core_.OnConnectFailed(now, idx, st.message());
+    return;
   }
-  if (!link) return Status::Ok();
+  if (!link) return;
   l.connector.reset();
   l.link = std::move(link);
   l.tx.assign(l.link->streams(), TxStream{});
   l.in_got = 0;
-  l.last_heard_ns = NowNs();
-  if (l.fsm.state() == LinkState::kConnecting) l.fsm.Transition(LinkState::kHealthy, "connected");
-  return Status::Ok();
+  core_.OnLinkUp(now, idx);
 }
 
 Status SendComm::PollConnect(bool* ready) {
-  *ready = false;
-  for (auto& l : links_) RR_CHECK(PollConnector(l));
-  bool primary_settled = links_[0].fsm.state() != LinkState::kConnecting;
-  bool grace_over = NowNs() - setup_start_ns_ > cfg_.connect_grace_ns;
-  int live = LiveLinks();
-  if (live > 0 && (links_[0].fsm.usable() || primary_settled || grace_over)) {
-    *ready = true;
-    return Status::Ok();
-  }
-  bool all_failed = true;
-  for (auto& l : links_) all_failed &= (l.fsm.state() == LinkState::kFailed && !l.connector);
-  if (all_failed && NowNs() > setup_start_ns_ + cfg_.giveup_ns) {
-    return Status::Remote("could not connect on any rail to " + links_[0].plan.remote.ToString());
-  }
-  // Rails that failed during setup are retried with back-off until the connect timeout (the
-  // connector's own deadline) or give-up.
-  for (auto& l : links_) {
-    if (l.fsm.state() == LinkState::kFailed && !l.connector && NowNs() >= l.retry_at_ns) StartConnect(l);
-  }
-  return Status::Ok();
-}
-
-int SendComm::LiveLinks() const {
-  int n = 0;
-  for (const auto& l : links_) n += l.fsm.usable();
-  return n;
+  uint64_t now = NowNs();
+  for (size_t i = 0; i < links_.size(); ++i) PollConnector(static_cast<int>(i), now);
+  Status st = core_.Ready(now, ready);
+  Commands(now);
+  return st;
 }
 
 Status SendComm::Isend(const void* data, size_t size, void* phandle, Request** req) {
   *req = nullptr;
-  if (state_ == ConnState::kFailed) return failure_;
-  if (state_ == ConnState::kPeerClosed) return Fail(Code::kRemoteError, "isend after the receiver closed the connection");
-  if (size > 0 && data == nullptr) return Status::Internal("isend of " + std::to_string(size) + " bytes from NULL");
-  if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Progress();  // NCCL retries
+  if (core_.state() == ConnState::kFailed) return core_.status();
   Request* r = pool_.Get(true);
-  if (r == nullptr) return Status::Ok();
-  TxMsg& m = msgs_[next_seq_ % RxTracker::kWindow];
-  m.seq = next_seq_++;
-  pending_bytes_ += static_cast<int64_t>(size);
-  m.data = static_cast<const uint8_t*>(data);
-  m.size = size;
-  m.next_off = 0;
-  m.scheduled = false;
-  m.req = r;
-  // Eager: the copy outlives NCCL's buffer, so the send may complete before the ack; a full pool
-  // falls back to a normal send.
-  m.eager = size <= cfg_.eager_max && cfg_.eager_max > 0 && eager_bytes_ + size <= cfg_.eager_pool;
-  m.written = 0;
-  if (m.eager) {
-    if (m.copy.capacity() < cfg_.eager_max) m.copy.reserve(cfg_.eager_max);  // never moves: a re-send may read it
-    m.copy.assign(m.data, m.data + size);
-    m.data = m.copy.data();
-    eager_bytes_ += size;
+  if (r == nullptr) return Progress();  // NCCL retries
+  bool posted = false;
+  Status st = core_.Isend(NowNs(), data, size, r, &posted);
+  if (!st.ok() || !posted) {
+    pool_.Put(r);
+    return st.ok() ? Progress() : st;  // window full: drive I/O, NCCL retries
   }
-  r->seq = m.seq;
+  r->seq = core_.posted() - 1;
   r->size = size;
   ProfStart(cfg_.prof, r, phandle, links_[0].plan.local_dev);
   *req = r;
@@ -203,389 +181,112 @@ Status SendComm::Isend(const void* data, size_t size, void* phandle, Request** r
   return Status::Ok();
 }
 
-bool SendComm::Eligible(const TxLink& l) const {
-  if (!l.fsm.usable()) return false;
-  if (cfg_.policy == Policy::kFailover && &l != &links_[0] && links_[0].fsm.usable() && !primary_degraded_) return false;
-  return true;
-}
-
-// Picks what an idle stream of `l` writes next: a notice for the peer, a chunk to re-send, or the
-// next fresh chunk (oldest message first).
-bool SendComm::NextItem(TxLink& l, TxStream* s) {
-  s->payload = nullptr;
-  s->len = 0;
-  s->done = 0;
-  if (!notices_.empty()) {
-    s->hdr = notices_.front();
-    notices_.pop_front();
-    s->busy = true;
-    return true;
-  }
-  if (!Eligible(l)) return false;
-  while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
-  // Fresh chunks only of messages the receiver has posted (the credit), or eager ones, which the
-  // receiver always absorbs: see wire.h.
-  bool fresh = sched_seq_ < next_seq_ && (sched_seq_ < credit_ || msgs_[sched_seq_ % RxTracker::kWindow].eager);
-  if (requeue_.empty() && !fresh) return false;  // nothing to send (the common idle case)
-  int idx = static_cast<int>(&l - links_.data());
-  if (links_.size() > 1) {
-    for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
-    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
-      return false;  // another rail would finish it sooner, or this one holds enough
-    }
-  }
-  ChunkRef c{};
-  bool have = false;
-  while (!requeue_.empty() && !have) {
-    c = requeue_.front();
-    requeue_.pop_front();
-    pending_bytes_ -= c.len;
-    have = c.seq >= acked_;
-  }
-  if (have) ++resent_chunks_, resent_bytes_ += c.len;
-  if (requeue_.empty() && resent_chunks_ > 0) PostRetransmit(idx);
-  if (!have) {
-    if (!fresh) return false;  // the requeue held only acknowledged chunks
-    TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
-    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
-    m.next_off += c.len;
-    pending_bytes_ -= c.len;
-    if (m.next_off >= m.size) m.scheduled = true;
-  }
-  const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
-  s->hdr = Frame{FrameMagic(FrameType::kData) | (m.eager ? kFrameEager : 0u), c.len, static_cast<uint32_t>(conn_id_), l.epoch, c.seq, c.off, m.size};
-  s->payload = m.data + c.off;
-  s->len = c.len;
-  s->busy = true;
-  l.inflight.push_back(c);
-  sched_.OnQueued(idx, c.len);
-  return true;
-}
-
-Status SendComm::WriteStream(TxLink& l, int i, bool* progressed) {
-  TxStream& s = l.tx[i];
+void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
+  TxLink& l = links_[idx];
   for (;;) {
-    if (!s.busy && !NextItem(l, &s)) return Status::Ok();
+    TxStream& s = l.tx[i];
+    if (!s.busy) {
+      if (!core_.NextTx(now, idx, &s.f)) return;
+      s.busy = true;
+      s.done = 0;
+    }
+    size_t len = s.f.hdr.len;
     iovec iov[2];
     int cnt = 0;
     if (s.done < sizeof(Frame)) {
-      iov[cnt++] = {reinterpret_cast<uint8_t*>(&s.hdr) + s.done, sizeof(Frame) - s.done};
-      if (s.len > 0) iov[cnt++] = {const_cast<uint8_t*>(s.payload), s.len};
+      iov[cnt++] = {reinterpret_cast<uint8_t*>(&s.f.hdr) + s.done, sizeof(Frame) - s.done};
+      if (len > 0) iov[cnt++] = {const_cast<uint8_t*>(s.f.payload), len};
     } else {
       size_t off = s.done - sizeof(Frame);
-      iov[cnt++] = {const_cast<uint8_t*>(s.payload) + off, s.len - off};
+      iov[cnt++] = {const_cast<uint8_t*>(s.f.payload) + off, len - off};
     }
     size_t n = 0;
     int err = 0;
     IoState st = l.link->Writev(i, iov, cnt, &n, &err);
-    if (st == IoState::kAgain) return Status::Ok();
+    if (st == IoState::kAgain) return;
     if (st != IoState::kOk) {
-      FailLink(l, std::string("send failed: ") + (st == IoState::kClosed ? "closed" : strerror(err)),
-               err == ECONNRESET || err == EPIPE);
-      return Status::Ok();
+      core_.OnLinkError(now, idx, std::string("send failed: ") + (st == IoState::kClosed ? "closed" : strerror(err)),
+                        err == ECONNRESET || err == EPIPE);
+      Commands(now);
+      return;
     }
     *progressed = true;
-    sched_.OnWritten(static_cast<int>(&l - links_.data()), n);
+    core_.OnWritten(idx, n);
     if (cfg_.board) cfg_.board->AddBytes(l.plan.local_dev, n, 0);
-    l.bytes += n;
     s.done += n;
-    if (s.done < sizeof(Frame) + s.len) return Status::Ok();  // socket buffer full
+    if (s.done < sizeof(Frame) + len) return;  // socket buffer full
     s.busy = false;
-    if (IsEager(s.hdr)) OnChunkWritten(s.hdr);
+    core_.OnTxDone(now, idx, s.f.hdr);
   }
 }
 
-// An eager send completes once every chunk is in the kernel; its copy stays until the ack.
-void SendComm::OnChunkWritten(const Frame& f) {
-  TxMsg& m = msgs_[f.seq % RxTracker::kWindow];
-  if (m.seq != f.seq || !m.eager || m.req == nullptr) return;
-  m.written += f.len;
-  if (m.written < m.size) return;
-  m.req->state = ReqState::kDone;
-  m.req = nullptr;
-  ForgetBacklogIfIdle();
-}
-
-// With no request of this comm open, NCCL may never call it again: its share of the rails' kernel
-// backlog (eager bytes not yet acknowledged) must not linger and hold other comms off those rails.
-void SendComm::ForgetBacklogIfIdle() {
-  for (uint64_t s = acked_; s < next_seq_; ++s) {
-    if (msgs_[s % RxTracker::kWindow].req != nullptr) return;
-  }
-  for (size_t i = 0; i < links_.size(); ++i) sched_.OnKernelQueue(static_cast<int>(i), 0);
-}
-
-void SendComm::OnAck(uint64_t ack, uint64_t credit) {
-  credit_ = std::max(credit_, credit);
-  if (ack <= acked_ || ack > next_seq_) return;
-  for (; acked_ < ack; ++acked_) {
-    TxMsg& m = msgs_[acked_ % RxTracker::kWindow];
-    if (m.req != nullptr) m.req->state = ReqState::kDone;
-    m.req = nullptr;
-    if (m.eager) eager_bytes_ -= m.size, m.eager = false;
-  }
-  for (size_t i = 0; i < links_.size(); ++i) {
-    auto& q = links_[i].inflight;
-    while (!q.empty() && q.front().seq < acked_) {
-      sched_.OnQueued(static_cast<int>(i), -static_cast<int64_t>(q.front().len));
-      q.pop_front();
-    }
-  }
-  ForgetBacklogIfIdle();
-}
-
-Status SendComm::ReadControl(TxLink& l) {
-  for (;;) {
+void SendComm::ReadControl(int idx, uint64_t now) {
+  TxLink& l = links_[idx];
+  while (l.link) {
     size_t n = 0;
     int err = 0;
     IoState st = l.link->Read(0, reinterpret_cast<uint8_t*>(&l.in) + l.in_got, sizeof(Frame) - l.in_got, &n, &err);
-    if (st == IoState::kAgain) return Status::Ok();
+    if (st == IoState::kAgain) return;
     if (st != IoState::kOk) {
       bool peer_closed = st == IoState::kClosed || err == ECONNRESET;
-      FailLink(l, st == IoState::kClosed ? "peer closed the link" : std::string("receive failed: ") + strerror(err),
-               peer_closed);
-      return Status::Ok();
+      core_.OnLinkError(now, idx, st == IoState::kClosed ? "peer closed the link" : std::string("receive failed: ") + strerror(err),
+                        peer_closed);
+      Commands(now);
+      return;
     }
     l.in_got += n;
     if (l.in_got < sizeof(Frame)) continue;
     l.in_got = 0;
-    const Frame& f = l.in;
-    if (!FrameValid(f) || f.conn != static_cast<uint32_t>(conn_id_) || f.len != 0) {
-      FailLink(l, "protocol error: bad control frame", false);
-      return Status::Ok();
-    }
-    l.last_heard_ns = NowNs();
-    if (l.fsm.state() == LinkState::kProbing) {
-      l.fsm.Transition(LinkState::kHealthy, "peer answered the probe (failback)");
-      l.backoff_ms = cfg_.backoff_min_ms;
-      if (cfg_.prof) {
-        auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILBACK, l.plan.local_dev, "probe-ok");
-        ev.connId = static_cast<uint32_t>(conn_id_);
-        cfg_.prof->Post(ev);
-      }
-      if (cfg_.board) {
-        cfg_.board->CountFailback(l.plan.local_dev);
-        cfg_.board->SetState(l.plan.local_dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
-      }
-    }
-    switch (TypeOf(f)) {
-      case FrameType::kAck:
-      case FrameType::kHeartbeat:
-        OnAck(f.seq, f.offset);
-        break;
-      case FrameType::kLinkDown:
-        if (f.seq < links_.size() && &links_[f.seq] != &l) FailLink(links_[f.seq], "peer reported the link down", false);
-        break;
-      default:
-        FailLink(l, "protocol error: unexpected frame type", false);
-        return Status::Ok();
-    }
+    core_.OnControl(now, idx, l.in);
+    Commands(now);
   }
 }
 
-void SendComm::FailLink(TxLink& l, const std::string& why, bool peer_closed) {
-  if (l.fsm.state() == LinkState::kFailed) return;
-  int idx = static_cast<int>(&l - links_.data());
-  size_t bytes = 0, chunks = 0;
-  for (const ChunkRef& c : l.inflight) {
-    if (c.seq < acked_) continue;
-    requeue_.push_back(c);
-    pending_bytes_ += c.len;
-    bytes += c.len;
-    ++chunks;
-  }
-  l.inflight.clear();
-  sched_.ClearQueued(idx);
-  bool was_probing = l.fsm.state() == LinkState::kProbing;
-  l.fsm.Transition(LinkState::kFailed, why);
-  l.link.reset();
-  l.connector.reset();
-  l.tx.clear();
-  ++l.epoch;
-  uint64_t now = NowNs();
-  l.retry_at_ns = now + l.backoff_ms * 1000000ull;
-  l.backoff_ms = std::min(l.backoff_ms * 2, cfg_.backoff_max_ms);
-  if (peer_closed) ++peer_closed_links_;
-  int live = LiveLinks();
-  bool orderly = peer_closed && acked_ == next_seq_;
-  if (cfg_.board && !orderly) {
-    cfg_.board->AddRetransmit(l.plan.local_dev, chunks, bytes);
-    if (!was_probing) cfg_.board->CountFailover(l.plan.local_dev);
-    FailCause cause = CauseOf(why);
-    cfg_.board->SetState(l.plan.local_dev, rails::RailState::kFailed,
-                         cause == FailCause::kStall      ? rails::RailEvent::kStall
-                         : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
-                                                         : rails::RailEvent::kError);
-  }
-  if (!was_probing && !orderly) {
-    notices_.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
-                             static_cast<uint64_t>(idx), 0, 0});
-    RR_WARN("rail %s to peer %s failed (%s): re-sending %zu bytes (%zu chunks) on %d surviving link(s)",
-            cfg_.transport->Device(l.plan.local_dev).name.c_str(), l.plan.remote.ToString().c_str(), why.c_str(),
-            bytes, chunks, live);
-    if (cfg_.prof) PostFailover(l, why, bytes, chunks, now);
-  }
-}
-
-void SendComm::PostFailover(const TxLink& l, const std::string& why, size_t bytes, size_t chunks, uint64_t now) {
-  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, l.plan.local_dev, ShortReason(why));
-  for (const auto& o : links_) {
-    if (o.fsm.usable()) {
-      ev.toRail = o.plan.local_dev;
-      break;
-    }
-  }
-  ev.connId = static_cast<uint32_t>(conn_id_);
-  ev.bytes = bytes;
-  ev.count = chunks;
-  ev.stallNs = l.last_heard_ns != 0 && now > l.last_heard_ns ? now - l.last_heard_ns : 0;
-  last_failed_rail_ = l.plan.local_dev;
-  cfg_.prof->Post(ev);
-}
-
-void SendComm::PostRetransmit(int to_link) {
-  if (cfg_.prof) {
-    auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, last_failed_rail_, "requeued");
-    ev.toRail = links_[to_link].plan.local_dev;
-    ev.connId = static_cast<uint32_t>(conn_id_);
-    ev.bytes = resent_bytes_;
-    ev.count = resent_chunks_;
-    cfg_.prof->Post(ev);
-  }
-  resent_bytes_ = resent_chunks_ = 0;
-}
-
-Status SendComm::Watchdog(uint64_t now) {
-  for (size_t i = 0; i < links_.size(); ++i) {
-    TxLink& l = links_[i];
+void SendComm::PollRails(uint64_t now) {
+  for (auto& l : links_) {
     switch (PollRail(cfg_.rails, l.plan.local_dev, &l.rail_gen)) {
-      case RailChange::kDown: FailLink(l, "link-down event", false); break;
-      case RailChange::kUp:  // probe at once
-        if (l.fsm.state() == LinkState::kFailed) l.retry_at_ns = now, l.backoff_ms = cfg_.backoff_min_ms;
-        break;
+      case RailChange::kDown: core_.OnRail(now, l.plan.local_dev, true); break;
+      case RailChange::kUp: core_.OnRail(now, l.plan.local_dev, false); break;
       case RailChange::kNone: break;
     }
-    // Black hole: bytes in flight whose TCP acknowledgement has not advanced for RERAIL_STALL_MS. The
-    // peer's kernel answers, not its application, so a peer that is busy, idle or not posting
-    // receives (zero window: nothing in flight) never trips it, nor does a comm NCCL left unpolled.
-    // The last usable link is never failed for a stall; it only starts the give-up clock.
-    if (!l.fsm.usable() || !l.link) {
-      l.stall.ms = 0;
-    } else if (l.stall.Sample(*l.link, now, cfg_) && l.stall.stalled(cfg_) && LiveLinks() > 1) {
-      FailLink(l, "stall: bytes unacknowledged for " + std::to_string(l.stall.ms) + " ms", false);
-    }
-    if (l.fsm.state() == LinkState::kFailed && !l.connector && now >= l.retry_at_ns &&
-        !(cfg_.rails && cfg_.rails->down[l.plan.local_dev].load(std::memory_order_relaxed))) {
-      l.fsm.Transition(LinkState::kProbing, "re-probing after back-off");
-      StartConnect(l);
-      if (!l.connector) l.fsm.Transition(LinkState::kFailed, "probe could not start");
-    }
   }
-  if (cfg_.board && now >= next_board_ns_) {  // publish the scheduler's bandwidth estimates
-    next_board_ns_ = now + cfg_.heartbeat_ns;
-    for (size_t i = 0; i < links_.size(); ++i) {
-      if (links_[i].fsm.usable()) {
-        cfg_.board->SetBandwidth(links_[i].plan.local_dev, static_cast<uint64_t>(sched_.BandwidthBps(static_cast<int>(i)) / 8));
-      }
-    }
-  }
-  int live = LiveLinks();
-  int working = 0;
-  for (const auto& l : links_) working += l.fsm.usable() && !l.stall.stalled(cfg_);
-  bool give_up = GiveUpDue(working, now, cfg_.giveup_ns);
-  if (live > 0) {
-    peer_closed_links_ = 0;
-    if (give_up) {
-      return Fail(Code::kRemoteError, "no progress on any link to " + links_[0].plan.remote.ToString() +
-                                          " for RERAIL_GIVEUP_MS (" + std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
-    }
-    return Status::Ok();
-  }
-  if (peer_closed_links_ >= static_cast<int>(links_.size()) || (links_.size() == 1 && peer_closed_links_ > 0)) {
-    if (acked_ == next_seq_) {  // everything delivered: an orderly close by the receiver
-      Transition(ConnState::kPeerClosed, "receiver closed the connection");
-      return Status::Ok();
-    }
-    return Fail(Code::kRemoteError, "peer " + links_[0].plan.remote.ToString() + " closed every link");
-  }
-  if (give_up) {
-    return Fail(Code::kRemoteError, "no link to " + links_[0].plan.remote.ToString() + " for RERAIL_GIVEUP_MS (" +
-                                        std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
-  }
-  return Status::Ok();
+  Commands(now);
 }
 
-// Failover policy: a primary measurably slower than a survivor (a port negotiated down, a congested
-// link) is degraded — the comm spreads over every healthy rail by completion time, the primary
-// keeping its proportional share — until it is about as fast again.
-void SendComm::CheckPrimarySpeed(uint64_t t) {
-  for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = links_[i].fsm.usable();
-  int faster = -1;
-  bool now = sched_.PrimaryDegraded(eligible_, primary_degraded_, &faster);
-  if (now == primary_degraded_) {
-    degraded_since_ns_ = 0;
-    return;
-  }
-  // Entering needs the verdict for kDegradeAfterNs in a row; leaving is at once.
-  if (now && degraded_since_ns_ == 0) degraded_since_ns_ = t;
-  if (now && t - degraded_since_ns_ < kDegradeAfterNs) return;
-  degraded_since_ns_ = 0;
-  primary_degraded_ = now;
-  if (now && faster >= 0) {
-    RR_INFO(log::kFlagNet, "conn %016lx: primary %s measured at %.0f Mb/s, below %.2fx of %s (%.0f Mb/s): "
-            "RERAIL_POLICY=failover spreads over every healthy rail", static_cast<unsigned long>(conn_id_),
-            links_[0].link ? links_[0].link->Describe().c_str() : "?", sched_.BandwidthBps(0) / 1e6, Scheduler::kDegradedSpeed,
-            links_[faster].link ? links_[faster].link->Describe().c_str() : "?", sched_.BandwidthBps(faster) / 1e6);
-  } else {
-    RR_INFO(log::kFlagNet, "conn %016lx: primary rail back to %.0f Mb/s: RERAIL_POLICY=failover keeps to it again",
-            static_cast<unsigned long>(conn_id_), sched_.BandwidthBps(0) / 1e6);
-  }
-}
-
-// Feeds the scheduler's bandwidth estimate with what the peer's TCP acknowledged on each live link.
-void SendComm::ReportDelivered(uint64_t now) {
-  if (now < next_report_ns_) return;
-  next_report_ns_ = now + Scheduler::kReportNs;
+void SendComm::Sample(uint64_t now) {
   for (size_t i = 0; i < links_.size(); ++i) {
-    TxLink& l = links_[i];
-    uint64_t acked = 0, notsent = 0, outq = 0;
-    if (!l.fsm.usable() || !l.link || !l.link->TxCounters(&acked, &notsent, &outq)) {
-      l.acked_base = UINT64_MAX;
-      continue;
-    }
-    // The kernel's count first: "the rail was the limit" (bytes waiting in the socket, or the rail
-    // full by the scheduler's cap) must be judged on the current backlog — a stale one would count
-    // a drained, idle rail as busy, measure it slower than it is, give it less work, and spiral.
-    sched_.OnKernelQueue(static_cast<int>(i), outq);
-    // An idle link (nothing acknowledged, nothing waiting) says nothing about its rail.
-    if (l.acked_base != UINT64_MAX && acked >= l.acked_base && (acked > l.acked_base || notsent > 0)) {
-      bool limited = notsent > 0 || sched_.RailFull(static_cast<int>(i), cfg_.chunk);
-      sched_.OnDelivered(static_cast<int>(i), acked - l.acked_base, limited, now);
-    }
-    l.acked_base = acked;
+    LinkSample& s = samples_[i];
+    Link* link = links_[i].link.get();
+    s.valid = link != nullptr && core_.usable(static_cast<int>(i));
+    s.streams = s.valid ? std::min(link->streams(), kMaxStreams) : 0;
+    for (int k = 0; k < s.streams && s.valid; ++k) s.valid = link->Sample(k, &s.s[k]);
   }
-  if (cfg_.policy == Policy::kFailover) CheckPrimarySpeed(now);  // the estimates change only here
+  core_.OnSamples(now, samples_);
+  Commands(now);
 }
 
 Status SendComm::Progress() {
-  if (state_ == ConnState::kFailed) return failure_;
-  if (state_ == ConnState::kPeerClosed) return Status::Ok();  // nothing outstanding by construction
-  if (links_.size() > 1) sched_.Observe(NowNs());
+  if (core_.state() != ConnState::kActive) return core_.status();  // Ok when the peer closed in order
+  uint64_t now = NowNs();
+  PollRails(now);
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
-    for (auto& l : links_) {
-      if (!l.link) continue;
-      for (int i = 0; i < static_cast<int>(l.tx.size()) && l.link; ++i) RR_CHECK(WriteStream(l, i, &progressed));
+    for (size_t k = 0; k < links_.size(); ++k) {
+      TxLink& l = links_[k];
+      for (int i = 0; l.link && i < static_cast<int>(l.tx.size()); ++i) WriteStream(static_cast<int>(k), i, now, &progressed);
     }
     if (!progressed) break;
   }
-  for (auto& l : links_) {
-    if (l.link) RR_CHECK(ReadControl(l));
-    else RR_CHECK(PollConnector(l));
+  for (size_t k = 0; k < links_.size(); ++k) {
+    if (links_[k].link) ReadControl(static_cast<int>(k), now);
+    else PollConnector(static_cast<int>(k), now);
   }
-  uint64_t now = NowNs();
-  if (links_.size() > 1) ReportDelivered(now);
-  return Watchdog(now);
+  now = NowNs();
+  if (core_.SampleDue(now)) Sample(now);
+  core_.Poll(now);
+  Commands(now);
+  DrainCompletions(core_);
+  return core_.status();
 }
 
 Status SendComm::Test(Request* r, int* done, int* size) {
@@ -600,6 +301,66 @@ Status SendComm::Test(Request* r, int* done, int* size) {
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
   return Status::Ok();
+}
+
+// ---- observer: the rail-health board and the profiler
+
+void SendComm::OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link,
+                          uint64_t stall_ns, bool was_probing) {
+  int dev = links_[link].plan.local_dev;
+  if (cfg_.board) {
+    cfg_.board->AddRetransmit(dev, chunks, bytes);
+    if (!was_probing) cfg_.board->CountFailover(dev);
+    FailCause cause = CauseOf(why);
+    cfg_.board->SetState(dev, rails::RailState::kFailed,
+                         cause == FailCause::kStall      ? rails::RailEvent::kStall
+                         : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
+                                                         : rails::RailEvent::kError);
+  }
+  if (cfg_.prof == nullptr || was_probing) return;
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, dev, ShortReason(why));
+  if (to_link >= 0) ev.toRail = links_[to_link].plan.local_dev;
+  ev.connId = static_cast<uint32_t>(conn_id_);
+  ev.bytes = bytes;
+  ev.count = chunks;
+  ev.stallNs = stall_ns;
+  last_failed_rail_ = dev;
+  cfg_.prof->Post(ev);
+}
+
+void SendComm::OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) {
+  if (cfg_.prof == nullptr) return;
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, last_failed_rail_, "requeued");
+  ev.toRail = links_[to_link].plan.local_dev;
+  ev.connId = static_cast<uint32_t>(conn_id_);
+  ev.bytes = bytes;
+  ev.count = chunks;
+  cfg_.prof->Post(ev);
+}
+
+void SendComm::OnFailback(int link) {
+  int dev = links_[link].plan.local_dev;
+  if (cfg_.prof) {
+    auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILBACK, dev, "probe-ok");
+    ev.connId = static_cast<uint32_t>(conn_id_);
+    cfg_.prof->Post(ev);
+  }
+  if (cfg_.board) {
+    cfg_.board->CountFailback(dev);
+    cfg_.board->SetState(dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
+  }
+}
+
+void SendComm::OnLinkState(int link, LinkState from, LinkState to, const std::string& why) {
+  if (cfg_.prof == nullptr) return;
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RAIL_STATE, links_[link].plan.local_dev, why.c_str());
+  ev.prevState = ProfRailState(from);
+  ev.state = ProfRailState(to);
+  cfg_.prof->Post(ev);
+}
+
+void SendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
+  if (cfg_.board) cfg_.board->SetBandwidth(links_[link].plan.local_dev, bytes_per_s);
 }
 
 }  // namespace rr::net

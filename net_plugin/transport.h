@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/core.h"
 #include "handle.h"
 #include "rerail/sock.h"
 #include "rerail/status.h"
@@ -65,17 +66,11 @@ class Link {
   virtual IoState Read(int stream, void* buf, size_t len, size_t* n, int* err) = 0;
   // "rail eth1 10.0.1.2:40112->10.0.1.1:5000 (2 streams)"
   virtual std::string Describe() const = 0;
-  // Transport-level liveness, judged by the peer's kernel and not its application: the longest time
-  // (ms) any stream has had bytes in flight while its cumulative acknowledgement did not advance, as
-  // seen by successive calls (call it periodically; the first call after an idle spell returns ~0).
-  // 0 when nothing is in flight. A slow but alive peer keeps it near zero (its kernel acks; a zero
-  // window leaves nothing in flight); a black hole makes it grow.
-  virtual uint32_t StallMs(uint64_t now_ns) = 0;
-  // Send-side counters summed over the streams: bytes the peer acknowledged so far, bytes written
-  // but not yet sent (the transport, not the writer, is the limit while > 0), and bytes written but
-  // not yet acknowledged (queued in the kernel or in flight: how long the link needs to drain).
-  // False if unavailable.
-  virtual bool TxCounters(uint64_t* acked_bytes, uint64_t* notsent_bytes, uint64_t* outq_bytes) = 0;
+  // The transport's send-side counters of one stream (TCP: TCP_INFO and SIOCOUTQ): bytes the peer's
+  // transport acknowledged so far, whether anything is in flight, bytes written but not yet sent,
+  // bytes written but not yet acknowledged. The core judges liveness (the black-hole watchdog) and
+  // bandwidth from them: the peer's kernel, never its application. False if unavailable.
+  virtual bool Sample(int stream, StreamSample* out) = 0;
 };
 
 class Listener {

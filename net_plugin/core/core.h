@@ -7,7 +7,7 @@
 //     sendmsg/recv calls and connector objects. The IB transport (#8) will do the same with work
 //     requests and completions. The simulator (tests/sim/) drives the very same objects with a
 //     virtual clock and simulated links. There is no #ifdef and no "simulation mode" in the core.
-//   * Every input carries `now` (ns, any origin, never decreasing across calls on one core). The
+//   * Every input carries `now` (ns, any origin but > 0, never decreasing across calls on one core). The
 //     core never reads a clock; timers are values compared with `now`. Deadline() says when the core
 //     next needs an input if nothing else happens (the driver calls Poll(now) then; an early or extra
 //     Poll is a no-op).
@@ -315,6 +315,7 @@ class SendCore final : public CoreBase {
     LinkFsm fsm{""};
     uint32_t epoch = 0;
     bool has_transport = false;      // a connector or an established link exists in the driver
+    bool rail_down = false;          // the last rail event said down: no probe until it is up
     std::deque<ChunkRef> inflight;   // chunks handed to this link, not yet known acknowledged
     uint64_t last_heard_ns = 0;
     uint64_t retry_at_ns = 0;
@@ -324,6 +325,7 @@ class SendCore final : public CoreBase {
   };
 
   bool Eligible(const TxLink& l) const;
+  void SetState(int idx, LinkState to, const std::string& why);
   bool Stalled(const TxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }
   void Complete(TxMsg& m);
   void OnAck(uint64_t ack, uint64_t credit);
@@ -352,6 +354,7 @@ class SendCore final : public CoreBase {
   uint64_t next_stall_check_ns_ = 0;
   uint64_t next_report_ns_ = 0;
   uint64_t next_board_ns_ = 0;
+  uint64_t last_observe_ns_ = 0;
   bool primary_degraded_ = false;  // failover policy: the primary is measurably slower than a survivor
   uint64_t degraded_since_ns_ = 0;
   static constexpr uint64_t kDegradeAfterNs = 500'000'000;
@@ -428,6 +431,7 @@ class RecvCore final : public CoreBase {
 
   void Complete(RxTracker::Slot* slot, const Frame& f);
   void DrainStash();
+  void ForgetStash(int idx);
   void DropLink(uint64_t now, int idx, const std::string& why, bool peer_closed);
   void QueueControl(uint64_t now, bool flush_acks);
   bool Stalled(const RxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }

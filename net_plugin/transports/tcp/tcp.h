@@ -53,16 +53,10 @@ class TcpLink final : public Link {
   IoState Writev(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) override;
   IoState Read(int stream, void* buf, size_t len, size_t* n, int* err) override;
   std::string Describe() const override { return desc_; }
-  uint32_t StallMs(uint64_t now_ns) override;
-  bool TxCounters(uint64_t* acked_bytes, uint64_t* notsent_bytes, uint64_t* outq_bytes) override;
+  bool Sample(int stream, StreamSample* out) override;
 
  private:
-  struct Progress {
-    uint64_t bytes_acked = 0;
-    uint64_t since_ns = 0;  // 0: nothing in flight at the last look; else when acks last advanced
-  };
   std::vector<int> fds_;
-  std::vector<Progress> progress_;
   LinkIdentity id_;
   std::string desc_;
 };

@@ -51,33 +51,13 @@ IoState TcpLink::Read(int stream, void* buf, size_t len, size_t* n, int* err) {
   }
 }
 
-uint32_t TcpLink::StallMs(uint64_t now_ns) {
-  if (progress_.size() != fds_.size()) progress_.assign(fds_.size(), Progress{});
-  uint64_t worst = 0;
-  for (size_t i = 0; i < fds_.size(); ++i) {
-    TcpProgress tp;
-    if (!ReadTcpProgress(fds_[i], &tp)) continue;
-    Progress& p = progress_[i];
-    if (tp.unacked == 0) {
-      p.since_ns = 0;
-    } else if (p.since_ns == 0 || tp.bytes_acked != p.bytes_acked) {
-      p.since_ns = now_ns;  // first look at these bytes in flight, or the ack point moved
-    }
-    p.bytes_acked = tp.bytes_acked;
-    if (p.since_ns != 0) worst = std::max(worst, now_ns - p.since_ns);
-  }
-  return static_cast<uint32_t>(worst / 1000000);
-}
-
-bool TcpLink::TxCounters(uint64_t* acked_bytes, uint64_t* notsent_bytes, uint64_t* outq_bytes) {
-  *acked_bytes = *notsent_bytes = *outq_bytes = 0;
-  for (int fd : fds_) {
-    TcpProgress tp;
-    if (!ReadTcpProgress(fd, &tp)) return false;
-    *acked_bytes += tp.bytes_acked;
-    *notsent_bytes += tp.notsent_bytes;
-    *outq_bytes += tp.outq_bytes;
-  }
+bool TcpLink::Sample(int stream, StreamSample* out) {
+  TcpProgress tp;
+  if (!ReadTcpProgress(fds_[stream], &tp)) return false;
+  out->acked_bytes = tp.bytes_acked;
+  out->in_flight = tp.unacked;  // segments: only "zero or not" matters
+  out->notsent = tp.notsent_bytes;
+  out->outq = tp.outq_bytes;
   return true;
 }
 

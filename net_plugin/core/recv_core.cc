@@ -1,0 +1,330 @@
+// The receiving side of a resilient connection (core.h): placement, eager stash, acks and credits,
+// heartbeats, link drops and notices, give-up.
+#include <algorithm>
+#include <cstring>
+
+#include "core.h"
+#include "rerail/log.h"
+
+namespace rr::net {
+
+namespace {
+constexpr size_t kMaxLinks = 16;
+constexpr uint32_t kEagerAckEvery = 16;  // eager completions that force an ack without waiting a call
+// Eager chunks held for receives not posted yet. The sender keeps at most RERAIL_EAGER_POOL eager bytes
+// unacknowledged (plus re-sent copies after a failover); past this a chunk waits in its stream.
+constexpr size_t kMaxStashBytes = 64u << 20;
+}  // namespace
+
+RecvCore::RecvCore(const CoreConfig& cfg, uint64_t conn_id, uint32_t chunk_size, CoreObserver* obs)
+    : CoreBase(conn_id, obs), cfg_(cfg), tracker_(static_cast<uint32_t>(conn_id), chunk_size) {}
+
+int RecvCore::LiveLinks() const {
+  int n = 0;
+  for (const auto& l : links_) n += l.alive;
+  return n;
+}
+
+void RecvCore::ForgetStash(int idx) {
+  for (size_t i = 0; i < stash_.size();) {  // copies its streams were filling are cut short
+    if (stash_[i]->link == idx) {
+      stash_bytes_ -= stash_[i]->bytes.size();
+      stash_.erase(stash_.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+bool RecvCore::OnLinkUp(uint64_t /*now*/, int idx, uint32_t epoch, int rail, int streams, const std::string& name) {
+  if (idx < 0 || static_cast<size_t>(idx) >= kMaxLinks || streams < 1 || streams > kMaxStreams) {
+    RR_WARN("conn %016lx: rejected link %d of another connection (%s)", static_cast<unsigned long>(conn_id_), idx,
+            name.c_str());
+    return false;
+  }
+  if (links_.size() <= static_cast<size_t>(idx)) links_.resize(idx + 1);
+  RxLink& l = links_[idx];
+  if (l.alive && epoch < l.epoch) {
+    RR_WARN("conn %016lx: ignored stale link %d epoch %u (current %u)", static_cast<unsigned long>(conn_id_), idx,
+            epoch, l.epoch);
+    return false;
+  }
+  RR_INFO(log::kFlagNet, "conn %016lx: link %d up (%s, epoch %u)", static_cast<unsigned long>(conn_id_), idx,
+          name.c_str(), epoch);
+  if (l.alive) ForgetStash(idx);  // a replacement: the old streams' partial copies are gone
+  l.alive = true;
+  l.epoch = epoch;
+  l.rail = rail;
+  l.name = name;
+  l.rx.assign(static_cast<size_t>(streams), RxStream{});
+  l.out.clear();
+  l.hb_now = true;  // answer at once: the sender re-admits the rail on the first frame it hears
+  l.stall.Reset();
+  return true;
+}
+
+void RecvCore::OnRail(uint64_t now, int rail, bool down) {
+  if (!down) return;
+  // A link-down event for the local rail of a link: drop it at once and tell the sender over a
+  // survivor, so it re-sends within milliseconds instead of waiting for its stall watchdog (the
+  // sender's host saw no event: the fault is on this side).
+  for (size_t idx = 0; idx < links_.size(); ++idx) {
+    if (links_[idx].alive && links_[idx].rail == rail) DropLink(now, static_cast<int>(idx), "link-down event", false);
+  }
+}
+
+void RecvCore::OnLinkError(uint64_t now, int idx, const std::string& why, bool peer_closed) {
+  DropLink(now, idx, why, peer_closed);
+}
+
+void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool peer_closed) {
+  if (idx < 0 || static_cast<size_t>(idx) >= links_.size()) return;
+  RxLink& l = links_[idx];
+  if (!l.alive) return;
+  RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) down: %s", static_cast<unsigned long>(conn_id_), idx,
+          l.name.c_str(), why.c_str());
+  l.alive = false;
+  l.rx.clear();
+  l.out.clear();
+  l.stall.Reset();
+  ++l.epoch;
+  ForgetStash(idx);
+  ack_sent_ = 0;  // the dropped link may have carried the last ack or credit: announce both again
+  credit_sent_ = 0;
+  ack_urgent_ = true;
+  int live = LiveLinks();
+  if (live == 0) {
+    if (peer_closed) {
+      // Every link closed by the peer: its process closed the connection or died.
+      if (tracker_.completed_prefix() == tracker_.posted()) {
+        Transition(ConnState::kPeerClosed, "sender closed the connection");
+      } else {
+        (void)Fail(Code::kRemoteError, "peer " + l.name + " closed the connection with a receive pending");
+      }
+    }
+    return;
+  }
+  if (!peer_closed) {
+    RR_WARN("conn %016lx: link %d (%s) failed (%s); %d link(s) left, the sender re-sends its chunks",
+            static_cast<unsigned long>(conn_id_), idx, l.name.c_str(), why.c_str(), live);
+    obs_->OnFailover(idx, why, 0, 0, -1, 0, false);  // the receiver re-sends nothing and picks no survivor
+  }
+  for (auto& o : links_) {  // tell the sender over a survivor
+    if (o.alive) {
+      o.out.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
+                            static_cast<uint64_t>(idx), 0, 0});
+      break;
+    }
+  }
+}
+
+Status RecvCore::Irecv(uint64_t /*now*/, void* buf, size_t cap, void* owner, bool* posted, void** slot_out) {
+  *posted = false;
+  if (state_ == ConnState::kFailed) return failure_;
+  if (cap > 0 && buf == nullptr) return Status::Internal("irecv of " + std::to_string(cap) + " bytes into NULL");
+  RxTracker::Slot* slot = tracker_.Post(buf, cap, owner);
+  if (slot == nullptr) return Status::Ok();  // window full until older messages complete: NCCL retries
+  *posted = true;
+  if (slot_out != nullptr) *slot_out = slot;
+  if (!stash_.empty()) DrainStash();
+  return Status::Ok();
+}
+
+void RecvCore::Release(void* slot) { tracker_.Release(static_cast<RxTracker::Slot*>(slot)); }
+
+RxAction RecvCore::OnFrame(uint64_t /*now*/, int idx, int stream, const Frame& hdr) {
+  RxAction a;
+  if (state_ == ConnState::kFailed) return a.kind = RxAction::kFail, a;
+  RxLink& l = links_[idx];
+  RxStream& s = l.rx[stream];
+  s.kind = RxAction::kNone;
+  s.hdr = hdr;
+  if (TypeOf(hdr) == FrameType::kLinkDown && FrameValid(hdr) && hdr.len == 0) {
+    if (hdr.seq < links_.size() && static_cast<int>(hdr.seq) != idx) {
+      DropLink(0, static_cast<int>(hdr.seq), "sender reported it down", true);
+    }
+    return a;
+  }
+  std::string err;
+  RxTracker::Slot* slot = nullptr;
+  switch (tracker_.Classify(hdr, l.epoch, &slot, &err)) {
+    case RxTracker::Verdict::kNotPosted:
+      if (IsEager(hdr) && stash_bytes_ + hdr.len <= kMaxStashBytes) {
+        stash_.push_back(std::make_unique<Stashed>());
+        s.stash = stash_.back().get();
+        s.stash->hdr = hdr;
+        s.stash->bytes.resize(hdr.len);
+        s.stash->link = idx;
+        stash_bytes_ += hdr.len;
+        if (hdr.len == 0) {
+          s.stash->link = -1, s.stash = nullptr;
+          DrainStash();
+          return a;
+        }
+        s.kind = RxAction::kStash;
+        a.kind = RxAction::kStash;
+        a.dst = s.stash->bytes.data();
+        a.len = hdr.len;
+        return a;
+      }
+      a.kind = RxAction::kWait;  // credited chunks only (wire.h): its receive is being posted; no copy meanwhile
+      return a;
+    case RxTracker::Verdict::kError:
+      (void)Fail(Code::kRemoteError, "from " + l.name + ": " + err);
+      a.kind = RxAction::kFail;
+      return a;
+    case RxTracker::Verdict::kDrop:
+      if (hdr.len == 0) return a;
+      s.kind = a.kind = RxAction::kDiscard;
+      a.len = hdr.len;
+      return a;
+    case RxTracker::Verdict::kPlace:
+      if (hdr.len == 0) {
+        Complete(slot, hdr);
+        return a;
+      }
+      s.kind = a.kind = RxAction::kPlace;
+      s.slot = slot;
+      a.dst = static_cast<uint8_t*>(slot->buf) + hdr.offset;
+      a.len = hdr.len;
+      return a;
+  }
+  return a;
+}
+
+void RecvCore::OnPayload(uint64_t /*now*/, int idx, int stream) {
+  RxStream& s = links_[idx].rx[stream];
+  switch (s.kind) {
+    case RxAction::kPlace:
+      Complete(s.slot, s.hdr);
+      s.slot = nullptr;
+      break;
+    case RxAction::kStash:  // complete: its receive may have been posted meanwhile
+      s.stash->link = -1;
+      s.stash = nullptr;
+      DrainStash();
+      break;
+    default:
+      break;
+  }
+  s.kind = RxAction::kNone;
+}
+
+void RecvCore::Complete(RxTracker::Slot* slot, const Frame& f) {
+  if (!tracker_.Placed(slot, f)) return;
+  done_.push_back(Completion{slot->owner, static_cast<size_t>(slot->total)});
+  if (IsEager(f)) ++eager_unacked_, eager_unacked_bytes_ += static_cast<size_t>(slot->total);
+  else ack_urgent_ = true;  // the sender's request waits for this ack
+}
+
+// Places the stashed eager chunks whose receive is posted now; drops those no longer needed.
+void RecvCore::DrainStash() {
+  for (size_t i = 0; i < stash_.size();) {
+    Stashed& c = *stash_[i];
+    RxTracker::Slot* slot = nullptr;
+    std::string err;
+    RxTracker::Verdict v = c.link >= 0 ? RxTracker::Verdict::kNotPosted  // still being filled
+                                       : tracker_.Classify(c.hdr, 0, &slot, &err);
+    if (v == RxTracker::Verdict::kNotPosted) {
+      ++i;
+      continue;
+    }
+    if (v == RxTracker::Verdict::kPlace) {
+      if (c.hdr.len > 0) memcpy(static_cast<uint8_t*>(slot->buf) + c.hdr.offset, c.bytes.data(), c.hdr.len);
+      Complete(slot, c.hdr);
+    }
+    stash_bytes_ -= c.bytes.size();
+    stash_.erase(stash_.begin() + static_cast<long>(i));
+  }
+}
+
+bool RecvCore::NextControl(uint64_t /*now*/, int idx, Frame* out) {
+  RxLink& l = links_[idx];
+  if (!l.alive || l.out.empty()) return false;
+  *out = l.out.front();
+  l.out.pop_front();
+  return true;
+}
+
+// Queues acks and heartbeats. Acks of eager messages alone wait for `flush_acks` (a call that read
+// nothing) unless enough of them piled up.
+void RecvCore::QueueControl(uint64_t now, bool flush_acks) {
+  uint64_t prefix = tracker_.completed_prefix();
+  uint64_t credit = tracker_.posted();
+  // A new credit goes out at once: the sender may be holding a message for it.
+  bool ack_due = (prefix != ack_sent_ && (flush_acks || ack_urgent_ || eager_unacked_ >= kEagerAckEvery ||
+                                          eager_unacked_bytes_ >= cfg_.eager_pool / 2)) ||
+                 credit != credit_sent_;
+  // The first two live links carry the ack: an ack lost with a failing link would otherwise wait
+  // for this comm's next call, which may never come (the receiver has nothing left to receive). A
+  // failed write drops its link, and DropLink asks for the ack again.
+  int copies = 0;
+  if (ack_due && LiveLinks() > 0) {
+    copies = 2;
+    ack_sent_ = prefix;
+    credit_sent_ = credit;
+    ack_urgent_ = false;
+    eager_unacked_ = 0;
+    eager_unacked_bytes_ = 0;
+  }
+  for (auto& l : links_) {
+    if (!l.alive) continue;
+    if (copies > 0) {
+      l.out.push_back(Frame{FrameMagic(FrameType::kAck), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, credit, 0});
+      --copies;
+    }
+    if ((l.hb_now || now - l.last_hb_ns >= cfg_.heartbeat_ns) && l.out.size() < 4) {
+      l.out.push_back(Frame{FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, credit, 0});
+      l.last_hb_ns = now;
+      l.hb_now = false;
+    }
+  }
+}
+
+// The receiver's heartbeats are bytes in flight on every live link: if the peer's kernel stops
+// acknowledging them, the link is a black hole. The last live link is never dropped for a stall; it
+// only starts the give-up clock (Poll).
+void RecvCore::OnSamples(uint64_t now, const std::vector<LinkSample>& samples) {
+  next_sample_ns_ = now + StallCheckNs(cfg_);
+  for (size_t idx = 0; idx < links_.size(); ++idx) {
+    RxLink& l = links_[idx];
+    if (!l.alive || idx >= samples.size() || !samples[idx].valid) {
+      l.stall.Reset();
+      continue;
+    }
+    l.stall.Sample(samples[idx], now);
+    if (Stalled(l) && LiveLinks() > 1) {
+      DropLink(now, static_cast<int>(idx), "stall: bytes unacknowledged for " + std::to_string(l.stall.age_ns / 1000000) + " ms", false);
+    }
+  }
+}
+
+void RecvCore::Poll(uint64_t now, bool idle) {
+  if (state_ == ConnState::kFailed) return;
+  if (state_ == ConnState::kPeerClosed) {
+    if (tracker_.completed_prefix() != tracker_.posted()) {
+      (void)Fail(Code::kRemoteError, "receive posted but the peer has closed the connection");
+    }
+    return;
+  }
+  QueueControl(now, idle);
+  int working = 0;
+  for (const auto& l : links_) working += l.alive && !Stalled(l);
+  if (GiveUpDue(working, now, cfg_.giveup_ns) && tracker_.completed_prefix() != tracker_.posted()) {
+    (void)Fail(Code::kRemoteError, "no link from the peer for RERAIL_GIVEUP_MS (" +
+                                       std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
+  }
+}
+
+uint64_t RecvCore::Deadline() const {
+  if (state_ != ConnState::kActive) return UINT64_MAX;
+  uint64_t d = next_sample_ns_;
+  for (const auto& l : links_) {
+    if (!l.alive) continue;
+    d = std::min(d, l.hb_now ? 0 : l.last_hb_ns + cfg_.heartbeat_ns);
+  }
+  if (no_link_since_ns_ != 0) d = std::min(d, no_link_since_ns_ + cfg_.giveup_ns + 1);
+  return d;
+}
+
+}  // namespace rr::net

@@ -1,0 +1,460 @@
+// The sending side of a resilient connection (core.h): messages -> chunks -> links, acks and credits,
+// link failure and re-send, failback probing, give-up.
+#include <algorithm>
+#include <cstring>
+
+#include "core.h"
+#include "rerail/log.h"
+
+namespace rr::net {
+
+SendCore::SendCore(const CoreConfig& cfg, uint64_t conn_id, std::vector<LinkSpec> links, CoreObserver* obs,
+                   uint64_t now)
+    : CoreBase(conn_id, obs), cfg_(cfg), links_(links.size()) {
+  setup_start_ns_ = now;
+  std::vector<double> nominal;
+  std::vector<int> rails;
+  for (const auto& s : links) {
+    nominal.push_back(s.nominal_bps);
+    rails.push_back(s.rail);
+  }
+  sched_.Reset(rails, nominal, cfg_.loads);
+  eligible_.assign(links.size(), false);
+  for (size_t i = 0; i < links.size(); ++i) {
+    TxLink& l = links_[i];
+    l.spec = std::move(links[i]);
+    l.backoff_ns = cfg_.backoff_min_ns;
+    char who[200];
+    snprintf(who, sizeof(who), "conn %016lx link %zu (%s)", static_cast<unsigned long>(conn_id), i, l.spec.name.c_str());
+    l.fsm.set_who(who);
+    StartConnect(now, static_cast<int>(i));
+  }
+}
+
+SendCore::~SendCore() {
+  for (size_t i = 0; i < links_.size(); ++i) sched_.ClearQueued(static_cast<int>(i));  // the rails' shared load
+}
+
+void SendCore::StartConnect(uint64_t /*now*/, int idx) {
+  TxLink& l = links_[idx];
+  l.has_transport = true;
+  l.stall.Reset();
+  l.acked_base = UINT64_MAX;
+  cmds_.push_back(LinkCommand{LinkCommand::kConnect, idx, l.epoch});
+}
+
+bool SendCore::NextCommand(LinkCommand* out) {
+  if (cmds_.empty()) return false;
+  *out = cmds_.front();
+  cmds_.pop_front();
+  return true;
+}
+
+void SendCore::SetState(int idx, LinkState to, const std::string& why) {
+  TxLink& l = links_[idx];
+  LinkState from = l.fsm.state();
+  if (l.fsm.Transition(to, why) && from != LinkState::kConnecting) obs_->OnLinkState(idx, from, to, why);
+}
+
+void SendCore::OnConnectFailed(uint64_t now, int idx, const std::string& why) {
+  TxLink& l = links_[idx];
+  l.has_transport = false;
+  if (l.fsm.state() != LinkState::kFailed) SetState(idx, LinkState::kFailed, why);
+  RR_INFO(log::kFlagNet, "link %d connect: %s", idx, why.c_str());
+  l.retry_at_ns = now + l.backoff_ns;
+  l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
+}
+
+// An established link starts carrying data (first connect) or waits for the peer's answer on it (a
+// failback probe, or a rail retried during setup).
+void SendCore::OnLinkUp(uint64_t now, int idx) {
+  TxLink& l = links_[idx];
+  l.has_transport = true;
+  l.last_heard_ns = now;
+  l.stall.Reset();
+  l.acked_base = UINT64_MAX;
+  if (l.fsm.state() == LinkState::kConnecting) SetState(idx, LinkState::kHealthy, "connected");
+  else if (l.fsm.state() == LinkState::kFailed) SetState(idx, LinkState::kProbing, "connected after a setup retry");
+}
+
+Status SendCore::Ready(uint64_t now, bool* ready) {
+  *ready = false;
+  if (state_ == ConnState::kFailed) return failure_;
+  bool primary_settled = links_[0].fsm.state() != LinkState::kConnecting;
+  bool grace_over = now - setup_start_ns_ > cfg_.connect_grace_ns;
+  if (LiveLinks() > 0 && (links_[0].fsm.usable() || primary_settled || grace_over)) {
+    *ready = true;
+    return Status::Ok();
+  }
+  bool all_failed = true;
+  for (auto& l : links_) all_failed &= (l.fsm.state() == LinkState::kFailed && !l.has_transport);
+  if (all_failed && now > setup_start_ns_ + cfg_.giveup_ns) {
+    return Fail(Code::kRemoteError, "could not connect on any rail (" + links_[0].spec.name + ")");
+  }
+  // Rails that failed during setup are retried with back-off until the transport's connect timeout
+  // or give-up.
+  for (size_t i = 0; i < links_.size(); ++i) {
+    TxLink& l = links_[i];
+    if (l.fsm.state() == LinkState::kFailed && !l.has_transport && now >= l.retry_at_ns) StartConnect(now, static_cast<int>(i));
+  }
+  return Status::Ok();
+}
+
+int SendCore::LiveLinks() const {
+  int n = 0;
+  for (const auto& l : links_) n += l.fsm.usable();
+  return n;
+}
+
+Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* owner, bool* posted) {
+  *posted = false;
+  if (state_ == ConnState::kFailed) return failure_;
+  if (state_ == ConnState::kPeerClosed) return Fail(Code::kRemoteError, "isend after the receiver closed the connection");
+  if (size > 0 && data == nullptr) return Status::Internal("isend of " + std::to_string(size) + " bytes from NULL");
+  if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Status::Ok();  // NCCL retries
+  TxMsg& m = msgs_[next_seq_ % RxTracker::kWindow];
+  m.seq = next_seq_++;
+  pending_bytes_ += static_cast<int64_t>(size);
+  m.data = static_cast<const uint8_t*>(data);
+  m.size = size;
+  m.next_off = 0;
+  m.scheduled = false;
+  m.owner = owner;
+  // Eager: the copy outlives NCCL's buffer, so the send may complete before the ack; a full pool
+  // falls back to a normal send.
+  m.eager = size <= cfg_.eager_max && cfg_.eager_max > 0 && eager_bytes_ + size <= cfg_.eager_pool;
+  m.written = 0;
+  if (m.eager) {
+    if (m.copy.capacity() < cfg_.eager_max) m.copy.reserve(cfg_.eager_max);  // never moves: a re-send may read it
+    m.copy.assign(m.data, m.data + size);
+    m.data = m.copy.data();
+    eager_bytes_ += size;
+  }
+  *posted = true;
+  return Status::Ok();
+}
+
+bool SendCore::Eligible(const TxLink& l) const {
+  if (!l.fsm.usable()) return false;
+  if (cfg_.policy == Policy::kFailover && &l != &links_[0] && links_[0].fsm.usable() && !primary_degraded_) return false;
+  return true;
+}
+
+// What an idle stream of `link` writes next: a notice for the peer, a chunk to re-send, or the next
+// fresh chunk (oldest message first).
+bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
+  TxLink& l = links_[idx];
+  if (state_ != ConnState::kActive || !l.has_transport || l.fsm.state() == LinkState::kFailed) return false;
+  if (!notices_.empty()) {
+    out->hdr = notices_.front();
+    out->payload = nullptr;
+    notices_.pop_front();
+    return true;
+  }
+  if (!Eligible(l)) return false;
+  while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
+  // Fresh chunks only of messages the receiver has posted (the credit), or eager ones, which the
+  // receiver always absorbs: see wire.h.
+  bool fresh = sched_seq_ < next_seq_ && (sched_seq_ < credit_ || msgs_[sched_seq_ % RxTracker::kWindow].eager);
+  if (requeue_.empty() && !fresh) return false;  // nothing to send (the common idle case)
+  if (links_.size() > 1) {
+    if (now != last_observe_ns_) sched_.Observe(now), last_observe_ns_ = now;
+    for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
+    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
+      return false;  // another rail would finish it sooner, or this one holds enough
+    }
+  }
+  ChunkRef c{};
+  bool have = false;
+  while (!requeue_.empty() && !have) {
+    c = requeue_.front();
+    requeue_.pop_front();
+    pending_bytes_ -= c.len;
+    have = c.seq >= acked_;
+  }
+  if (have) ++resent_chunks_, resent_bytes_ += c.len;
+  if (requeue_.empty() && resent_chunks_ > 0) {
+    obs_->OnRetransmit(idx, resent_bytes_, resent_chunks_);
+    resent_bytes_ = resent_chunks_ = 0;
+  }
+  if (!have) {
+    if (!fresh) return false;  // the requeue held only acknowledged chunks
+    TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
+    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
+    m.next_off += c.len;
+    pending_bytes_ -= c.len;
+    if (m.next_off >= m.size) m.scheduled = true;
+  }
+  const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
+  out->hdr = Frame{FrameMagic(FrameType::kData) | (m.eager ? kFrameEager : 0u), c.len, static_cast<uint32_t>(conn_id_),
+                   l.epoch, c.seq, c.off, m.size};
+  out->payload = m.data + c.off;
+  l.inflight.push_back(c);
+  sched_.OnQueued(idx, c.len);
+  return true;
+}
+
+void SendCore::OnWritten(int idx, size_t bytes) { sched_.OnWritten(idx, bytes); }
+
+// An eager send completes once every chunk is in the transport; its copy stays until the ack.
+void SendCore::OnTxDone(uint64_t /*now*/, int /*idx*/, const Frame& f) {
+  if (!IsEager(f)) return;
+  TxMsg& m = msgs_[f.seq % RxTracker::kWindow];
+  if (m.seq != f.seq || !m.eager || m.owner == nullptr) return;
+  m.written += f.len;
+  if (m.written < m.size) return;
+  Complete(m);
+  ForgetBacklogIfIdle();
+}
+
+void SendCore::Complete(TxMsg& m) {
+  if (m.owner == nullptr) return;
+  done_.push_back(Completion{m.owner, m.size});
+  m.owner = nullptr;
+}
+
+// With no request of this comm open, NCCL may never call it again: its share of the rails' backlog
+// (eager bytes not yet acknowledged) must not linger and hold other comms off those rails.
+void SendCore::ForgetBacklogIfIdle() {
+  for (uint64_t s = acked_; s < next_seq_; ++s) {
+    if (msgs_[s % RxTracker::kWindow].owner != nullptr) return;
+  }
+  for (size_t i = 0; i < links_.size(); ++i) sched_.OnKernelQueue(static_cast<int>(i), 0);
+}
+
+void SendCore::OnAck(uint64_t ack, uint64_t credit) {
+  credit_ = std::max(credit_, credit);
+  if (ack <= acked_ || ack > next_seq_) return;
+  for (; acked_ < ack; ++acked_) {
+    TxMsg& m = msgs_[acked_ % RxTracker::kWindow];
+    Complete(m);
+    if (m.eager) eager_bytes_ -= m.size, m.eager = false;
+  }
+  for (size_t i = 0; i < links_.size(); ++i) {
+    auto& q = links_[i].inflight;
+    while (!q.empty() && q.front().seq < acked_) {
+      sched_.OnQueued(static_cast<int>(i), -static_cast<int64_t>(q.front().len));
+      q.pop_front();
+    }
+  }
+  ForgetBacklogIfIdle();
+}
+
+void SendCore::OnControl(uint64_t now, int idx, const Frame& f) {
+  TxLink& l = links_[idx];
+  if (state_ == ConnState::kFailed || l.fsm.state() == LinkState::kFailed) return;
+  if (!FrameValid(f) || f.conn != static_cast<uint32_t>(conn_id_) || f.len != 0) {
+    FailLink(now, idx, "protocol error: bad control frame", false);
+    return;
+  }
+  l.last_heard_ns = now;
+  if (l.fsm.state() == LinkState::kProbing) {
+    SetState(idx, LinkState::kHealthy, "peer answered the probe (failback)");
+    l.backoff_ns = cfg_.backoff_min_ns;
+    obs_->OnFailback(idx);
+  }
+  switch (TypeOf(f)) {
+    case FrameType::kAck:
+    case FrameType::kHeartbeat:
+      OnAck(f.seq, f.offset);
+      break;
+    case FrameType::kLinkDown:
+      if (f.seq < links_.size() && static_cast<int>(f.seq) != idx) {
+        FailLink(now, static_cast<int>(f.seq), "peer reported the link down", false);
+      }
+      break;
+    default:
+      FailLink(now, idx, "protocol error: unexpected frame type", false);
+  }
+}
+
+void SendCore::OnLinkError(uint64_t now, int idx, const std::string& why, bool peer_closed) {
+  FailLink(now, idx, why, peer_closed);
+}
+
+void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer_closed) {
+  TxLink& l = links_[idx];
+  if (l.fsm.state() == LinkState::kFailed) return;
+  size_t bytes = 0, chunks = 0;
+  for (const ChunkRef& c : l.inflight) {
+    if (c.seq < acked_) continue;
+    requeue_.push_back(c);
+    pending_bytes_ += c.len;
+    bytes += c.len;
+    ++chunks;
+  }
+  l.inflight.clear();
+  sched_.ClearQueued(idx);
+  bool was_probing = l.fsm.state() == LinkState::kProbing;
+  SetState(idx, LinkState::kFailed, why);
+  l.has_transport = false;
+  cmds_.push_back(LinkCommand{LinkCommand::kClose, idx, l.epoch});
+  ++l.epoch;
+  l.stall.Reset();
+  l.retry_at_ns = now + l.backoff_ns;
+  l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
+  if (peer_closed) ++peer_closed_links_;
+  bool orderly = peer_closed && acked_ == next_seq_;
+  if (orderly) return;
+  int to = -1;
+  for (size_t i = 0; i < links_.size() && to < 0; ++i) {
+    if (links_[i].fsm.usable()) to = static_cast<int>(i);
+  }
+  if (!was_probing) {
+    notices_.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
+                             static_cast<uint64_t>(idx), 0, 0});
+    RR_WARN("%s failed (%s): re-sending %zu bytes (%zu chunks) on %d surviving link(s)", l.spec.name.c_str(),
+            why.c_str(), bytes, chunks, LiveLinks());
+  }
+  uint64_t quiet = l.last_heard_ns != 0 && now > l.last_heard_ns ? now - l.last_heard_ns : 0;
+  obs_->OnFailover(idx, why, bytes, chunks, to, quiet, was_probing);
+}
+
+void SendCore::OnRail(uint64_t now, int rail, bool down) {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    TxLink& l = links_[i];
+    if (l.spec.rail != rail) continue;
+    l.rail_down = down;
+    if (down) {
+      FailLink(now, static_cast<int>(i), "link-down event", false);
+    } else if (l.fsm.state() == LinkState::kFailed) {  // probe at once
+      l.retry_at_ns = now;
+      l.backoff_ns = cfg_.backoff_min_ns;
+    }
+  }
+}
+
+void SendCore::OnSamples(uint64_t now, const std::vector<LinkSample>& samples) {
+  next_sample_ns_ = now + (links_.size() > 1 ? Scheduler::kReportNs : StallCheckNs(cfg_));
+  for (size_t i = 0; i < links_.size() && i < samples.size(); ++i) {
+    TxLink& l = links_[i];
+    if (!l.fsm.usable() || !samples[i].valid) {
+      l.stall.Reset();
+      continue;
+    }
+    l.stall.Sample(samples[i], now);
+  }
+  // Black hole: bytes in flight whose transport acknowledgement has not advanced for stall_ns. The
+  // peer's kernel answers, not its application, so a peer that is busy, idle or not posting
+  // receives never trips it, nor does a comm NCCL left unpolled. The last usable link is never
+  // failed for a stall; it only starts the give-up clock.
+  for (size_t i = 0; i < links_.size(); ++i) {
+    TxLink& l = links_[i];
+    if (l.fsm.usable() && Stalled(l) && LiveLinks() > 1) {
+      FailLink(now, static_cast<int>(i), "stall: bytes unacknowledged for " + std::to_string(l.stall.age_ns / 1000000) + " ms", false);
+    }
+  }
+  if (links_.size() > 1 && state_ == ConnState::kActive) ReportDelivered(now, samples);
+}
+
+// Failover policy: a primary measurably slower than a survivor (a port negotiated down, a congested
+// link) is degraded — the comm spreads over every healthy rail by completion time, the primary
+// keeping its proportional share — until it is about as fast again.
+void SendCore::CheckPrimarySpeed(uint64_t t) {
+  for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = links_[i].fsm.usable();
+  int faster = -1;
+  bool now = sched_.PrimaryDegraded(eligible_, primary_degraded_, &faster);
+  if (now == primary_degraded_) {
+    degraded_since_ns_ = 0;
+    return;
+  }
+  // Entering needs the verdict for kDegradeAfterNs in a row; leaving is at once.
+  if (now && degraded_since_ns_ == 0) degraded_since_ns_ = t;
+  if (now && t - degraded_since_ns_ < kDegradeAfterNs) return;
+  degraded_since_ns_ = 0;
+  primary_degraded_ = now;
+  if (now && faster >= 0) {
+    RR_INFO(log::kFlagNet, "conn %016lx: primary %s measured at %.0f Mb/s, below %.2fx of %s (%.0f Mb/s): "
+            "RERAIL_POLICY=failover spreads over every healthy rail", static_cast<unsigned long>(conn_id_),
+            links_[0].spec.name.c_str(), sched_.BandwidthBps(0) / 1e6, Scheduler::kDegradedSpeed,
+            links_[faster].spec.name.c_str(), sched_.BandwidthBps(faster) / 1e6);
+  } else {
+    RR_INFO(log::kFlagNet, "conn %016lx: primary rail back to %.0f Mb/s: RERAIL_POLICY=failover keeps to it again",
+            static_cast<unsigned long>(conn_id_), sched_.BandwidthBps(0) / 1e6);
+  }
+}
+
+// Feeds the scheduler's bandwidth estimate with what the peer's transport acknowledged on each link.
+void SendCore::ReportDelivered(uint64_t now, const std::vector<LinkSample>& samples) {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    TxLink& l = links_[i];
+    if (!l.fsm.usable() || i >= samples.size() || !samples[i].valid) {
+      l.acked_base = UINT64_MAX;
+      continue;
+    }
+    uint64_t acked = 0, notsent = 0, outq = 0;
+    for (int s = 0; s < samples[i].streams; ++s) {
+      acked += samples[i].s[s].acked_bytes;
+      notsent += samples[i].s[s].notsent;
+      outq += samples[i].s[s].outq;
+    }
+    // The kernel's count first: "the rail was the limit" (bytes waiting in the socket, or the rail
+    // full by the scheduler's cap) must be judged on the current backlog — a stale one would count
+    // a drained, idle rail as busy, measure it slower than it is, give it less work, and spiral.
+    sched_.OnKernelQueue(static_cast<int>(i), outq);
+    // An idle link (nothing acknowledged, nothing waiting) says nothing about its rail.
+    if (l.acked_base != UINT64_MAX && acked >= l.acked_base && (acked > l.acked_base || notsent > 0)) {
+      bool limited = notsent > 0 || sched_.RailFull(static_cast<int>(i), cfg_.chunk);
+      sched_.OnDelivered(static_cast<int>(i), acked - l.acked_base, limited, now);
+    }
+    l.acked_base = acked;
+  }
+  if (cfg_.policy == Policy::kFailover) CheckPrimarySpeed(now);  // the estimates change only here
+}
+
+// Timers: failback probes, bandwidth reports, give-up, and the peer closing every link.
+void SendCore::Poll(uint64_t now) {
+  if (state_ != ConnState::kActive) return;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    TxLink& l = links_[i];
+    if (l.fsm.state() == LinkState::kFailed && !l.has_transport && now >= l.retry_at_ns && !l.rail_down) {
+      SetState(static_cast<int>(i), LinkState::kProbing, "re-probing after back-off");
+      StartConnect(now, static_cast<int>(i));
+    }
+  }
+  if (now >= next_board_ns_) {  // publish the scheduler's bandwidth estimates
+    next_board_ns_ = now + cfg_.heartbeat_ns;
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (links_[i].fsm.usable()) {
+        obs_->OnBandwidth(static_cast<int>(i), static_cast<uint64_t>(sched_.BandwidthBps(static_cast<int>(i)) / 8));
+      }
+    }
+  }
+  int live = LiveLinks();
+  int working = 0;
+  for (const auto& l : links_) working += l.fsm.usable() && !Stalled(l);
+  bool give_up = GiveUpDue(working, now, cfg_.giveup_ns);
+  if (live > 0) {
+    peer_closed_links_ = 0;
+    if (give_up) {
+      (void)Fail(Code::kRemoteError, "no progress on any link (" + links_[0].spec.name + ") for RERAIL_GIVEUP_MS (" +
+                                         std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
+    }
+    return;
+  }
+  if (peer_closed_links_ >= static_cast<int>(links_.size()) || (links_.size() == 1 && peer_closed_links_ > 0)) {
+    if (acked_ == next_seq_) {  // everything delivered: an orderly close by the receiver
+      Transition(ConnState::kPeerClosed, "receiver closed the connection");
+      return;
+    }
+    (void)Fail(Code::kRemoteError, "peer closed every link (" + links_[0].spec.name + ")");
+    return;
+  }
+  if (give_up) {
+    (void)Fail(Code::kRemoteError, "no link (" + links_[0].spec.name + ") for RERAIL_GIVEUP_MS (" +
+                                       std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
+  }
+}
+
+uint64_t SendCore::Deadline() const {
+  if (state_ != ConnState::kActive) return UINT64_MAX;
+  uint64_t d = std::min(next_sample_ns_, next_board_ns_);
+  for (const auto& l : links_) {
+    if (l.fsm.state() == LinkState::kFailed && !l.has_transport && !l.rail_down) d = std::min(d, l.retry_at_ns);
+  }
+  if (no_link_since_ns_ != 0) d = std::min(d, no_link_since_ns_ + cfg_.giveup_ns + 1);
+  if (degraded_since_ns_ != 0) d = std::min(d, degraded_since_ns_ + kDegradeAfterNs);
+  return d;
+}
+
+}  // namespace rr::net
