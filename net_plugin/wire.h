@@ -48,7 +48,9 @@ enum class FrameType : uint8_t {
   kData = 1,       // payload chunk of a message
   kAck = 2,        // cumulative message acknowledgement and credit (receiver → sender)
   kHeartbeat = 3,  // receiver → sender on every live link every RERAIL_HEARTBEAT_MS; seq = cumulative ack,
-                   // offset = credit
+                   // offset = credit. Also sender → receiver on every usable link every RERAIL_HEARTBEAT_MS
+                   // while a send waits (seq = messages posted, offset = acked; the receiver ignores it):
+                   // bytes in flight for the sender's stall watchdog when it has no chunk to write
   kLinkDown = 4,   // either direction, on a surviving link: seq = index of the link that failed,
                    // epoch = its new epoch (the peer drops that link and anything older)
 };

@@ -316,6 +316,8 @@ class SendCore final : public CoreBase {
     uint32_t epoch = 0;
     bool has_transport = false;      // a connector or an established link exists in the driver
     bool rail_down = false;          // the last rail event said down: no probe until it is up
+    bool hb_due = false;             // a heartbeat for the peer is due on this link
+    uint64_t next_hb_ns = 0;
     std::deque<ChunkRef> inflight;   // chunks handed to this link, not yet known acknowledged
     uint64_t last_heard_ns = 0;
     uint64_t retry_at_ns = 0;

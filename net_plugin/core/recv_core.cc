@@ -145,6 +145,7 @@ RxAction RecvCore::OnFrame(uint64_t /*now*/, int idx, int stream, const Frame& h
     }
     return a;
   }
+  if (TypeOf(hdr) == FrameType::kHeartbeat && FrameValid(hdr) && hdr.len == 0) return a;  // the sender's liveness probe
   std::string err;
   RxTracker::Slot* slot = nullptr;
   switch (tracker_.Classify(hdr, l.epoch, &slot, &err)) {

@@ -151,6 +151,12 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     notices_.pop_front();
     return true;
   }
+  if (l.hb_due) {  // bytes in flight, so the stall watchdog can judge this link while work waits
+    l.hb_due = false;
+    out->hdr = Frame{FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(conn_id_), l.epoch, next_seq_, acked_, 0};
+    out->payload = nullptr;
+    return true;
+  }
   if (!Eligible(l)) return false;
   while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
   // Fresh chunks only of messages the receiver has posted (the credit), or eager ones, which the
@@ -412,6 +418,14 @@ void SendCore::Poll(uint64_t now) {
       StartConnect(now, static_cast<int>(i));
     }
   }
+  // While a send waits, every usable link carries a heartbeat per period: with no chunk to write (the
+  // receiver's credit or acks lost in a black hole) nothing would be in flight, the watchdog could
+  // not see the link die, and a sender with every link black-holed would never give up.
+  if (acked_ < next_seq_) {
+    for (auto& l : links_) {
+      if (l.fsm.usable() && now >= l.next_hb_ns) l.hb_due = true, l.next_hb_ns = now + cfg_.heartbeat_ns;
+    }
+  }
   if (now >= next_board_ns_) {  // publish the scheduler's bandwidth estimates
     next_board_ns_ = now + cfg_.heartbeat_ns;
     for (size_t i = 0; i < links_.size(); ++i) {
@@ -451,6 +465,11 @@ uint64_t SendCore::Deadline() const {
   uint64_t d = std::min(next_sample_ns_, next_board_ns_);
   for (const auto& l : links_) {
     if (l.fsm.state() == LinkState::kFailed && !l.has_transport && !l.rail_down) d = std::min(d, l.retry_at_ns);
+  }
+  if (acked_ < next_seq_) {
+    for (const auto& l : links_) {
+      if (l.fsm.usable()) d = std::min(d, l.next_hb_ns);
+    }
   }
   if (no_link_since_ns_ != 0) d = std::min(d, no_link_since_ns_ + cfg_.giveup_ns + 1);
   if (degraded_since_ns_ != 0) d = std::min(d, degraded_since_ns_ + kDegradeAfterNs);

@@ -1,0 +1,395 @@
+// Unit tests of the sans-I/O core alone (net_plugin/core/core.h): a SendCore and a RecvCore wired
+// back to back by a tiny in-test driver (instant in-order delivery per stream, a virtual clock
+// advanced by hand, black holes and link errors on demand). The full simulator lives in tests/sim/.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/core.h"
+
+namespace rr::net {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+struct Item {
+  Frame hdr{};
+  std::vector<uint8_t> payload;
+};
+
+// One message of the workload: the bytes sent, the receive buffer, completion flags.
+struct Msg {
+  std::vector<uint8_t> src;
+  std::vector<uint8_t> dst;
+  bool posted_send = false, posted_recv = false;
+  bool send_done = false, recv_done = false;
+  size_t recv_size = 0;
+  void* slot = nullptr;
+};
+
+class Pair {
+ public:
+  Pair(int links, int streams, CoreConfig cfg) : cfg_(cfg), nlinks_(links), nstreams_(streams) {
+    cfg_.loads = nullptr;  // a private rail table per test
+    std::vector<SendCore::LinkSpec> specs(links);
+    for (int i = 0; i < links; ++i) specs[i].rail = i, specs[i].nominal_bps = 1e9, specs[i].name = "rail " + std::to_string(i);
+    links_.resize(links);
+    for (auto& l : links_) l.data.resize(streams);
+    send_ = std::make_unique<SendCore>(cfg_, 0x1234, specs, nullptr, now_);
+    recv_ = std::make_unique<RecvCore>(cfg_, 0x1234, cfg_.chunk, nullptr);
+  }
+
+  struct SimLink {
+    bool up = false;           // established at the sender
+    bool rx_up = false;        // established at the receiver (a black hole hides the sender's close)
+    bool hole = false;         // black hole: nothing moves, the transport acknowledges nothing
+    bool reachable = true;     // connects succeed
+    int connect_pending = -1;  // epoch of a connect in progress
+    std::vector<std::deque<Item>> data;  // sender -> receiver, per stream
+    std::deque<Frame> ctl;               // receiver -> sender (stream 0)
+    std::vector<uint64_t> acked = std::vector<uint64_t>(kMaxStreams, 0);
+    uint64_t ctl_acked = 0;
+  };
+
+  uint64_t now() const { return now_; }
+  SendCore& send() { return *send_; }
+  RecvCore& recv() { return *recv_; }
+  SimLink& link(int i) { return links_[i]; }
+
+  // A transport error on link i, seen by both sides (RST): in-flight bytes are lost.
+  void Cut(int i) {
+    SimLink& l = links_[i];
+    for (auto& q : l.data) q.clear();
+    l.ctl.clear();
+    l.up = l.rx_up = false;
+    send_->OnLinkError(now_, i, "send failed: reset", false);
+    recv_->OnLinkError(now_, i, "receive failed: reset", false);
+  }
+
+  // One round: commands, writes, deliveries, samples, timers; the clock advances by `dt`.
+  void Step(uint64_t dt = kMs) {
+    Commands();
+    for (int i = 0; i < nlinks_; ++i) Write(i);
+    for (int i = 0; i < nlinks_; ++i) Deliver(i);
+    Samples();
+    send_->Poll(now_);
+    recv_->Poll(now_, true);
+    for (int i = 0; i < nlinks_; ++i) Control(i);
+    Completion c;
+    while (send_->NextCompletion(&c)) static_cast<Msg*>(c.owner)->send_done = true;
+    while (recv_->NextCompletion(&c)) {
+      auto* m = static_cast<Msg*>(c.owner);
+      m->recv_done = true;
+      m->recv_size = c.size;
+      recv_->Release(m->slot);
+    }
+    now_ += dt;
+  }
+
+  // NCCL-like: posts sends and receives in order (at most `window` of each outstanding), steps until
+  // every message completed or `limit_ns` passed. True when all completed.
+  // hook(step): faults injected by the test before each step.
+  bool Run(std::vector<Msg>& msgs, int window, uint64_t limit_ns, bool recv_late = false,
+           const std::function<void(int)>& hook = nullptr) {
+    uint64_t end = now_ + limit_ns;
+    size_t ns = 0, nr = 0;
+    for (int step = 0; now_ < end; ++step) {
+      if (hook) hook(step);
+      size_t sent_done = 0, recv_done = 0;
+      for (auto& m : msgs) sent_done += m.send_done, recv_done += m.recv_done;
+      if (sent_done == msgs.size() && recv_done == msgs.size()) return true;
+      while (ns < msgs.size() && ns - sent_done < static_cast<size_t>(window)) {
+        bool posted = false;
+        EXPECT_TRUE(send_->Isend(now_, msgs[ns].src.data(), msgs[ns].src.size(), &msgs[ns], &posted).ok());
+        if (!posted) break;
+        msgs[ns++].posted_send = true;
+      }
+      bool hold = recv_late && now_ < 20 * kMs;  // receives posted late: eager chunks are stashed
+      while (!hold && nr < msgs.size() && nr - recv_done < static_cast<size_t>(window)) {
+        bool posted = false;
+        Msg& m = msgs[nr];
+        EXPECT_TRUE(recv_->Irecv(now_, m.dst.data(), m.dst.size(), &m, &posted, &m.slot).ok());
+        if (!posted) break;
+        msgs[nr++].posted_recv = true;
+      }
+      Step();
+      for (auto& m : msgs) {  // eager sends complete once written, by design
+        if (m.send_done && !m.recv_done && m.src.size() > cfg_.eager_max) ADD_FAILURE() << "a send completed before its receive";
+      }
+      if (send_->state() == ConnState::kFailed || recv_->state() == ConnState::kFailed) return false;
+    }
+    return false;
+  }
+
+ private:
+  void Commands() {
+    LinkCommand c;
+    while (send_->NextCommand(&c)) {
+      SimLink& l = links_[c.link];
+      if (c.kind == LinkCommand::kClose) {
+        for (auto& q : l.data) q.clear();
+        l.up = false;
+        l.connect_pending = -1;
+        if (l.rx_up && !l.hole) {  // the FIN reaches the receiver
+          l.rx_up = false;
+          l.ctl.clear();
+          recv_->OnLinkError(now_, c.link, "closed by the sender", true);
+        }
+      } else {
+        l.connect_pending = static_cast<int>(c.epoch);
+      }
+    }
+    for (int i = 0; i < nlinks_; ++i) {
+      SimLink& l = links_[i];
+      if (l.connect_pending < 0) continue;
+      if (!l.reachable || l.hole) {
+        l.connect_pending = -1;
+        send_->OnConnectFailed(now_, i, "connection refused");
+        continue;
+      }
+      uint32_t epoch = static_cast<uint32_t>(l.connect_pending);
+      l.connect_pending = -1;
+      for (auto& q : l.data) q.clear();
+      l.ctl.clear();
+      if (!recv_->OnLinkUp(now_, i, epoch, i, nstreams_, "link " + std::to_string(i))) continue;
+      l.up = l.rx_up = true;
+      send_->OnLinkUp(now_, i);
+    }
+  }
+
+  void Write(int i) {
+    SimLink& l = links_[i];
+    for (int s = 0; s < nstreams_ && l.up; ++s) {
+      while (l.data[s].size() < 4) {  // a shallow kernel queue
+        TxFrame f;
+        if (!send_->NextTx(now_, i, &f)) break;
+        Item it;
+        it.hdr = f.hdr;
+        if (f.hdr.len > 0) it.payload.assign(f.payload, f.payload + f.hdr.len);
+        send_->OnWritten(i, sizeof(Frame) + f.hdr.len);
+        send_->OnTxDone(now_, i, f.hdr);
+        l.data[s].push_back(std::move(it));
+      }
+    }
+  }
+
+  void Deliver(int i) {
+    SimLink& l = links_[i];
+    if (!l.up || !l.rx_up || l.hole) return;
+    for (int s = 0; s < nstreams_; ++s) {
+      auto& q = l.data[s];
+      while (!q.empty() && l.up) {
+        Item& it = q.front();
+        RxAction a = recv_->OnFrame(now_, i, s, it.hdr);
+        if (a.kind == RxAction::kWait || a.kind == RxAction::kFail) break;
+        if (a.kind == RxAction::kPlace || a.kind == RxAction::kStash) {
+          ASSERT_EQ(a.len, it.payload.size());
+          memcpy(a.dst, it.payload.data(), a.len);
+        }
+        if (a.kind != RxAction::kNone) recv_->OnPayload(now_, i, s);
+        l.acked[s] += sizeof(Frame) + it.hdr.len;
+        q.pop_front();
+      }
+    }
+  }
+
+  void Control(int i) {
+    SimLink& l = links_[i];
+    Frame f;
+    if (l.rx_up && !recv_->alive(i)) l.rx_up = false, l.ctl.clear();  // the receiver dropped it
+    while (l.rx_up && recv_->NextControl(now_, i, &f)) l.ctl.push_back(f);
+    if (!l.up || l.hole) return;
+    while (!l.ctl.empty()) {
+      send_->OnControl(now_, i, l.ctl.front());
+      l.ctl.pop_front();
+      l.ctl_acked += sizeof(Frame);
+    }
+  }
+
+  void Samples() {
+    if (send_->SampleDue(now_)) {
+      std::vector<LinkSample> v(nlinks_);
+      for (int i = 0; i < nlinks_; ++i) {
+        v[i].valid = links_[i].up;
+        v[i].streams = nstreams_;
+        for (int s = 0; s < nstreams_; ++s) {
+          uint64_t q = 0;
+          for (auto& it : links_[i].data[s]) q += sizeof(Frame) + it.hdr.len;
+          v[i].s[s] = StreamSample{links_[i].acked[s], q, 0, q};
+        }
+      }
+      send_->OnSamples(now_, v);
+    }
+    if (recv_->SampleDue(now_)) {
+      std::vector<LinkSample> v(recv_->links());
+      for (int i = 0; i < recv_->links(); ++i) {
+        v[i].valid = links_[i].rx_up;
+        v[i].streams = 1;
+        uint64_t q = links_[i].ctl.size() * sizeof(Frame);
+        v[i].s[0] = StreamSample{links_[i].ctl_acked, q, 0, q};
+      }
+      recv_->OnSamples(now_, v);
+    }
+  }
+
+  CoreConfig cfg_;
+  int nlinks_, nstreams_;
+  uint64_t now_ = 1000;
+  std::vector<SimLink> links_;
+  std::unique_ptr<SendCore> send_;
+  std::unique_ptr<RecvCore> recv_;
+};
+
+std::vector<Msg> Workload(const std::vector<size_t>& sizes, size_t slack = 0) {
+  std::vector<Msg> msgs(sizes.size());
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    msgs[k].src.resize(sizes[k]);
+    for (size_t b = 0; b < sizes[k]; ++b) msgs[k].src[b] = static_cast<uint8_t>((k * 131 + b * 7 + (b >> 12)) & 0xff);
+    msgs[k].dst.assign(sizes[k] + slack, 0xee);
+  }
+  return msgs;
+}
+
+void ExpectDelivered(const std::vector<Msg>& msgs) {
+  for (size_t k = 0; k < msgs.size(); ++k) {
+    ASSERT_TRUE(msgs[k].recv_done) << "message " << k;
+    ASSERT_TRUE(msgs[k].send_done) << "message " << k;
+    ASSERT_EQ(msgs[k].recv_size, msgs[k].src.size()) << "message " << k;
+    ASSERT_EQ(0, memcmp(msgs[k].dst.data(), msgs[k].src.data(), msgs[k].src.size())) << "message " << k;
+    for (size_t b = msgs[k].src.size(); b < msgs[k].dst.size(); ++b) {
+      ASSERT_EQ(msgs[k].dst[b], 0xee) << "byte beyond message " << k << " written";
+    }
+  }
+}
+
+CoreConfig Cfg() {
+  CoreConfig c;
+  c.chunk = 4096;
+  c.eager_max = 1024;
+  c.eager_pool = 64 * 1024;
+  c.stall_ns = 100 * kMs;
+  c.heartbeat_ns = 20 * kMs;
+  c.giveup_ns = 2000 * kMs;
+  c.backoff_min_ns = 50 * kMs;
+  c.backoff_max_ns = 400 * kMs;
+  return c;
+}
+
+const std::vector<size_t> kSizes = {0, 1, 100, 1024, 4095, 4096, 4097, 3 * 4096, 100000, 7, 0, 65536, 12345, 2048};
+
+TEST(Core, DeliversEverySizeExactlyOnceOverSeveralLinksAndStreams) {
+  Pair p(3, 2, Cfg());
+  auto msgs = Workload(kSizes, 100);
+  ASSERT_TRUE(p.Run(msgs, 8, 5000 * kMs));
+  ExpectDelivered(msgs);
+  EXPECT_EQ(p.send().eager_bytes(), 0u);
+}
+
+TEST(Core, EagerChunksBeforeTheirReceiveAreStashedThenPlaced) {
+  Pair p(2, 1, Cfg());
+  auto msgs = Workload({10, 1024, 0, 500, 1000});
+  ASSERT_TRUE(p.Run(msgs, 8, 5000 * kMs, /*recv_late=*/true));
+  ExpectDelivered(msgs);
+  EXPECT_EQ(p.recv().stash_bytes(), 0u);
+}
+
+TEST(Core, LinkErrorMidStreamResendsOnTheSurvivorAndFailsBack) {
+  Pair p(2, 2, Cfg());
+  for (int i = 0; i < 5; ++i) p.Step();
+  ASSERT_TRUE(p.send().usable(1));
+  std::vector<size_t> sizes(60, 50000);
+  auto msgs = Workload(sizes);
+  bool cut = false;
+  // Link 1 goes quiet with chunks queued on it, then errors (RST): its queued chunks are lost.
+  ASSERT_TRUE(p.Run(msgs, 8, 5000 * kMs, false, [&](int step) {
+    if (step == 3) p.link(1).hole = true;
+    if (step == 5) p.link(1).hole = false, p.Cut(1), cut = true;
+  }));
+  ASSERT_TRUE(cut);
+  ExpectDelivered(msgs);
+  for (int i = 0; i < 1000 && !p.send().usable(1); ++i) p.Step();
+  EXPECT_TRUE(p.send().usable(1)) << "the healed link was re-admitted";
+  EXPECT_GT(p.send().epoch(1), 0u);
+}
+
+TEST(Core, BlackHoleIsDetectedByTheStallWatchdogAndNothingIsLost) {
+  CoreConfig cfg = Cfg();
+  Pair p(3, 1, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  p.link(0).hole = true;  // the primary swallows everything, the transport acknowledges nothing
+  std::vector<size_t> sizes(30, 40000);
+  auto msgs = Workload(sizes);
+  ASSERT_TRUE(p.Run(msgs, 8, 10 * cfg.stall_ns + 2000 * kMs));
+  ExpectDelivered(msgs);
+  EXPECT_NE(p.send().link_state(0), LinkState::kHealthy);
+}
+
+TEST(Core, NoLinkAtAllErrorsAfterGiveUpAndNotBefore) {
+  CoreConfig cfg = Cfg();
+  Pair p(2, 1, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  p.link(0).hole = p.link(1).hole = true;
+  auto msgs = Workload({100000});
+  uint64_t t0 = p.now();
+  EXPECT_FALSE(p.Run(msgs, 8, cfg.giveup_ns + 10 * cfg.stall_ns));
+  uint64_t send_failed = 0, recv_failed = 0;
+  while (p.now() - t0 < cfg.giveup_ns + 10 * cfg.stall_ns && (send_failed == 0 || recv_failed == 0)) {
+    if (send_failed == 0 && p.send().state() == ConnState::kFailed) send_failed = p.now();
+    if (recv_failed == 0 && p.recv().state() == ConnState::kFailed) recv_failed = p.now();
+    p.Step();
+  }
+  ASSERT_NE(send_failed, 0u) << "the sender never gave up";
+  ASSERT_NE(recv_failed, 0u) << "the receiver never gave up";
+  EXPECT_GE(send_failed - t0, cfg.giveup_ns) << "gave up too early";
+  EXPECT_GE(recv_failed - t0, cfg.giveup_ns) << "gave up too early";
+  EXPECT_LE(send_failed - t0, cfg.giveup_ns + 3 * cfg.stall_ns);
+  EXPECT_FALSE(p.send().status().ok());
+  EXPECT_FALSE(msgs[0].send_done);
+}
+
+TEST(Core, DeadlineIsAlwaysInTheFutureAfterPoll) {
+  Pair p(2, 1, Cfg());
+  for (int i = 0; i < 50; ++i) {
+    p.Step();
+    EXPECT_GT(p.send().Deadline(), p.now() - kMs);
+    EXPECT_GT(p.recv().Deadline(), p.now() - kMs);
+  }
+}
+
+TEST(Core, DuplicateAndStaleChunksAreDiscarded) {
+  Pair p(1, 1, Cfg());
+  for (int i = 0; i < 3; ++i) p.Step();
+  std::vector<uint8_t> buf(8192, 0);
+  Msg m;
+  bool ok = false;
+  ASSERT_TRUE(p.recv().Irecv(p.now(), buf.data(), buf.size(), &m, &ok, &m.slot).ok());
+  ASSERT_TRUE(ok);
+  Frame f{FrameMagic(FrameType::kData), 4096, 0x1234, 0, 0, 0, 8192};
+  RxAction a = p.recv().OnFrame(p.now(), 0, 0, f);
+  ASSERT_EQ(a.kind, RxAction::kPlace);
+  EXPECT_EQ(a.dst, buf.data());
+  p.recv().OnPayload(p.now(), 0, 0);
+  EXPECT_EQ(p.recv().OnFrame(p.now(), 0, 0, f).kind, RxAction::kDiscard);  // duplicate
+  p.recv().OnPayload(p.now(), 0, 0);
+  f.epoch = 0;
+  f.offset = 4096;
+  a = p.recv().OnFrame(p.now(), 0, 0, f);
+  ASSERT_EQ(a.kind, RxAction::kPlace);
+  EXPECT_EQ(a.dst, buf.data() + 4096);
+  p.recv().OnPayload(p.now(), 0, 0);
+  Completion c;
+  ASSERT_TRUE(p.recv().NextCompletion(&c));
+  EXPECT_EQ(c.owner, &m);
+  EXPECT_EQ(c.size, 8192u);
+  f.seq = 40;  // far beyond the window: a protocol violation fails the connection
+  EXPECT_EQ(p.recv().OnFrame(p.now(), 0, 0, f).kind, RxAction::kFail);
+  EXPECT_EQ(p.recv().state(), ConnState::kFailed);
+}
+
+}  // namespace
+}  // namespace rr::net
