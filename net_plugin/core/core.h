@@ -434,6 +434,8 @@ class RecvCore final : public CoreBase {
   void Complete(RxTracker::Slot* slot, const Frame& f);
   void DrainStash();
   void ForgetStash(int idx);
+  bool Placing(const RxTracker::Slot* slot) const;
+  void ReleaseDeferred();
   void DropLink(uint64_t now, int idx, const std::string& why, bool peer_closed);
   void QueueControl(uint64_t now, bool flush_acks);
   bool Stalled(const RxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }
@@ -443,6 +445,7 @@ class RecvCore final : public CoreBase {
   std::vector<RxLink> links_;
   std::vector<std::unique_ptr<Stashed>> stash_;  // eager chunks waiting for their receive
   size_t stash_bytes_ = 0;
+  std::vector<RxTracker::Slot*> deferred_;  // complete, but a late duplicate still writes into the buffer
   uint64_t ack_sent_ = 0;
   uint64_t credit_sent_ = 0;    // receives posted as last announced to the sender
   bool ack_urgent_ = false;     // a normal message completed since the last ack

@@ -52,6 +52,8 @@ bool RecvCore::OnLinkUp(uint64_t /*now*/, int idx, uint32_t epoch, int rail, int
   RR_INFO(log::kFlagNet, "conn %016lx: link %d up (%s, epoch %u)", static_cast<unsigned long>(conn_id_), idx,
           name.c_str(), epoch);
   if (l.alive) ForgetStash(idx);  // a replacement: the old streams' partial copies are gone
+  l.rx.clear();
+  if (!deferred_.empty()) ReleaseDeferred();
   l.alive = true;
   l.epoch = epoch;
   l.rail = rail;
@@ -89,6 +91,7 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
   l.stall.Reset();
   ++l.epoch;
   ForgetStash(idx);
+  if (!deferred_.empty()) ReleaseDeferred();
   ack_sent_ = 0;  // the dropped link may have carried the last ack or credit: announce both again
   credit_sent_ = 0;
   ack_urgent_ = true;
@@ -195,10 +198,13 @@ RxAction RecvCore::OnFrame(uint64_t /*now*/, int idx, int stream, const Frame& h
 
 void RecvCore::OnPayload(uint64_t /*now*/, int idx, int stream) {
   RxStream& s = links_[idx].rx[stream];
-  switch (s.kind) {
+  RxAction::Kind kind = s.kind;
+  s.kind = RxAction::kNone;  // before Complete: this stream no longer writes into the buffer
+  switch (kind) {
     case RxAction::kPlace:
       Complete(s.slot, s.hdr);
       s.slot = nullptr;
+      ReleaseDeferred();
       break;
     case RxAction::kStash:  // complete: its receive may have been posted meanwhile
       s.stash->link = -1;
@@ -208,14 +214,38 @@ void RecvCore::OnPayload(uint64_t /*now*/, int idx, int stream) {
     default:
       break;
   }
-  s.kind = RxAction::kNone;
+}
+
+// True while some stream is still reading a payload into `slot`'s buffer: a chunk re-sent after a
+// failover can complete the message on one link while its first copy is still arriving on another.
+bool RecvCore::Placing(const RxTracker::Slot* slot) const {
+  for (const auto& l : links_) {
+    for (const auto& s : l.rx) {
+      if (s.kind == RxAction::kPlace && s.slot == slot) return true;
+    }
+  }
+  return false;
 }
 
 void RecvCore::Complete(RxTracker::Slot* slot, const Frame& f) {
   if (!tracker_.Placed(slot, f)) return;
-  done_.push_back(Completion{slot->owner, static_cast<size_t>(slot->total)});
   if (IsEager(f)) ++eager_unacked_, eager_unacked_bytes_ += static_cast<size_t>(slot->total);
   else ack_urgent_ = true;  // the sender's request waits for this ack
+  // The ack may go (every byte is in place); NCCL gets the buffer back only once no late duplicate
+  // is still writing into it (identical bytes, but NCCL may reuse the buffer at once).
+  if (Placing(slot)) deferred_.push_back(slot);
+  else done_.push_back(Completion{slot->owner, static_cast<size_t>(slot->total)});
+}
+
+void RecvCore::ReleaseDeferred() {
+  for (size_t i = 0; i < deferred_.size();) {
+    if (Placing(deferred_[i])) {
+      ++i;
+      continue;
+    }
+    done_.push_back(Completion{deferred_[i]->owner, static_cast<size_t>(deferred_[i]->total)});
+    deferred_.erase(deferred_.begin() + static_cast<long>(i));
+  }
 }
 
 // Places the stashed eager chunks whose receive is posted now; drops those no longer needed.

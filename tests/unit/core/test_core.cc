@@ -391,5 +391,33 @@ TEST(Core, DuplicateAndStaleChunksAreDiscarded) {
   EXPECT_EQ(p.recv().state(), ConnState::kFailed);
 }
 
+// A chunk re-sent after a failover completes the message on one link while its first copy is still
+// being read on another: NCCL must not get the buffer back until that late copy stopped writing.
+TEST(Core, NoCompletionWhileALateDuplicateStillWritesIntoTheBuffer) {
+  for (bool drop : {false, true}) {
+    Pair p(2, 1, Cfg());
+    for (int i = 0; i < 3; ++i) p.Step();
+    std::vector<uint8_t> buf(8192, 0);
+    Msg m;
+    bool ok = false;
+    ASSERT_TRUE(p.recv().Irecv(p.now(), buf.data(), buf.size(), &m, &ok, &m.slot).ok());
+    Frame f0{FrameMagic(FrameType::kData), 4096, 0x1234, 0, 0, 0, 8192};
+    Frame f1 = f0;
+    f1.offset = 4096;
+    ASSERT_EQ(p.recv().OnFrame(p.now(), 0, 0, f0).kind, RxAction::kPlace);  // first copy, still arriving
+    ASSERT_EQ(p.recv().OnFrame(p.now(), 1, 0, f0).kind, RxAction::kPlace);  // the re-sent copy
+    p.recv().OnPayload(p.now(), 1, 0);
+    ASSERT_EQ(p.recv().OnFrame(p.now(), 1, 0, f1).kind, RxAction::kPlace);
+    p.recv().OnPayload(p.now(), 1, 0);
+    Completion c;
+    EXPECT_EQ(p.recv().completed(), 1u) << "every byte is in place: the ack may go";
+    EXPECT_FALSE(p.recv().NextCompletion(&c)) << "completed while link 0 still writes into the buffer";
+    if (drop) p.recv().OnLinkError(p.now(), 0, "receive failed: reset", false);
+    else p.recv().OnPayload(p.now(), 0, 0);
+    ASSERT_TRUE(p.recv().NextCompletion(&c));
+    EXPECT_EQ(c.owner, &m);
+  }
+}
+
 }  // namespace
 }  // namespace rr::net
