@@ -60,7 +60,7 @@ void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t no
   ++r.win_reports;
   r.win_backlogged += backlogged;
   uint64_t span = now - r.win_start_ns;
-  if (span < kSampleNs) return;
+  if (span < std::max<uint64_t>(kSampleNs, kSampleRtts * r.rtt_ns.load(std::memory_order_relaxed))) return;
   // Only a window in which the rail's senders mostly had bytes waiting for TCP measures the rail;
   // otherwise it measured the demand.
   if (r.win_reports >= 2 && 2 * r.win_backlogged >= r.win_reports) {
@@ -115,8 +115,13 @@ bool Scheduler::PrimaryDegraded(const std::vector<bool>& usable, bool was, int* 
   return was ? mine < kRecoveredSpeed * best : mine < kDegradedSpeed * best;
 }
 
+void Scheduler::OnRtt(int link, uint64_t rtt_ns) {
+  if (rtt_ns > 0) load(link).rtt_ns.store(rtt_ns, std::memory_order_relaxed);
+}
+
 bool Scheduler::RailFull(int link, size_t chunk) const {
-  double cap = std::max(Bw(link) * kMaxQueueNs, static_cast<double>(kMinQueueChunks * static_cast<int64_t>(chunk)));
+  double queue_ns = kMaxQueueNs + kBdpFactor * static_cast<double>(RttNs(link));
+  double cap = std::max(Bw(link) * queue_ns, static_cast<double>(kMinQueueChunks * static_cast<int64_t>(chunk)));
   return static_cast<double>(rail_backlog(link)) + static_cast<double>(chunk) > cap;
 }
 

@@ -32,8 +32,9 @@
 //     rails only adds head-of-line waits. A measurably slower primary (slow or congested rail, narrower
 //     NIC) spills by plain completion time, and so does a comm whose primary failed.
 //   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the peer's TCP acknowledged the rail's
-//     bytes (tcpi_bytes_acked of every comm's links on that rail, summed), sampled over kSampleNs
-//     windows in which the senders mostly had bytes waiting (unsent bytes in a socket, or the rail
+//     bytes (tcpi_bytes_acked of every comm's links on that rail, summed), sampled over windows of
+//     kSampleNs or kSampleRtts round trips, whichever is longer (a window must span many RTTs of
+//     acknowledgements to measure a rate), in which the senders mostly had bytes waiting (unsent bytes in a socket, or the rail
 //     full by rule 1); windows limited by demand are not samples. Kernel acknowledgements, not message
 //     acks: a message striped over several rails is acknowledged once, which would credit every rail
 //     with the slowest one's pace. Until the first sample the device's nominal speed is used (so
@@ -63,6 +64,7 @@ struct RailLoad {
   std::atomic<int64_t> queued{0};     // bytes handed to the rail's links, not yet acknowledged
   std::atomic<int64_t> backlog{0};    // bytes written to the rail's sockets, not yet TCP-acknowledged
   std::atomic<double> bw{0};          // bytes/ns measured; 0 until the first sample
+  std::atomic<uint64_t> rtt_ns{0};    // the transport's minimum round-trip time on the rail; 0 unknown
   std::mutex mu;                      // guards the window below
   uint64_t win_start_ns = 0;
   uint64_t win_bytes = 0;
@@ -85,6 +87,9 @@ class Scheduler {
   static constexpr double kRecoveredSpeed = 0.6;
   static constexpr int64_t kStarveChunks = 2;    // a rail with less backlog is running dry: free capacity
   static constexpr double kMaxQueueNs = 20e6;     // a rail's kernel backlog is kept below this much time
+                                                  // beyond its bandwidth-delay product (RailFull)
+  static constexpr double kBdpFactor = 2.0;       // ... of kBdpFactor round trips
+  static constexpr uint64_t kSampleRtts = 8;      // a bandwidth window spans at least this many RTTs
   static constexpr int64_t kMinQueueChunks = 2;  // ... but at least this many chunks
   static constexpr int64_t kHeaderSlack = 64 * 1024;  // headers and control frames above the payload
 
@@ -98,6 +103,9 @@ class Scheduler {
   // yet acknowledged (SIOCOUTQ, read every kReportNs), which replaces the running count.
   void OnWritten(int link, size_t bytes);
   void OnKernelQueue(int link, uint64_t outq_bytes);
+  // The transport's minimum round-trip time on the rail of `link` (TCP: tcpi_min_rtt; 0: unknown).
+  void OnRtt(int link, uint64_t rtt_ns);
+  uint64_t RttNs(int link) const { return load(link).rtt_ns.load(std::memory_order_relaxed); }
   // Bytes of `link` the peer's TCP acknowledged since the last report (every kReportNs or so), and
   // whether the rail, not the demand, was the limit (unsent bytes in a socket, or the rail full).
   void OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now_ns);
@@ -111,8 +119,11 @@ class Scheduler {
   // is degraded, and stays so until it is back to kRecoveredSpeed (hysteresis). Only measured rails
   // count (a nominal speed says nothing about a congested port). Returns `was` when undecided.
   bool PrimaryDegraded(const std::vector<bool>& usable, bool was, int* faster = nullptr) const;
-  // True when the rail of `link` already holds its share of queued time (kMaxQueueNs): more bytes
-  // would only wait in the kernel, bound to this rail, and delay what follows on it (acks included).
+  // True when the rail of `link` already holds its share of queued time: its bandwidth-delay product
+  // (kBdpFactor x the minimum RTT: what must be in flight to keep the rail busy; on a 50 ms WAN rail
+  // a bare 20 ms cap would hold it to 40 % of its rate) plus kMaxQueueNs (the driver's service gap),
+  // at least kMinQueueChunks chunks. More bytes would only wait in the kernel, bound to this rail,
+  // and delay what follows on it (acks included).
   bool RailFull(int link, size_t chunk) const;
   int64_t queued(int link) const { return own_[link]; }
   int64_t rail_queued(int link) const { return load(link).queued.load(std::memory_order_relaxed); }

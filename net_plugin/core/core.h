@@ -163,6 +163,7 @@ struct StreamSample {
   uint64_t in_flight = 0;    // sent and not acknowledged (0: nothing in flight)
   uint64_t notsent = 0;      // written by the driver, not yet sent (the transport is the limit)
   uint64_t outq = 0;         // written, not yet acknowledged (queued + in flight)
+  uint64_t min_rtt_ns = 0;   // the transport's minimum round-trip time (TCP: tcpi_min_rtt); 0 unknown
 };
 // One link's sample; valid = false when the link has no transport object or counters are unavailable.
 struct LinkSample {

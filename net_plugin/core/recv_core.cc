@@ -138,6 +138,12 @@ void RecvCore::Release(void* slot) { tracker_.Release(static_cast<RxTracker::Slo
 RxAction RecvCore::OnFrame(uint64_t /*now*/, int idx, int stream, const Frame& hdr) {
   RxAction a;
   if (state_ == ConnState::kFailed) return a.kind = RxAction::kFail, a;
+  if (idx < 0 || static_cast<size_t>(idx) >= links_.size() || !links_[idx].alive || stream < 0 ||
+      static_cast<size_t>(stream) >= links_[idx].rx.size()) {
+    a.kind = hdr.len > 0 ? RxAction::kDiscard : RxAction::kNone;  // a frame of a link already dropped
+    a.len = hdr.len;
+    return a;
+  }
   RxLink& l = links_[idx];
   RxStream& s = l.rx[stream];
   s.kind = RxAction::kNone;
@@ -197,6 +203,10 @@ RxAction RecvCore::OnFrame(uint64_t /*now*/, int idx, int stream, const Frame& h
 }
 
 void RecvCore::OnPayload(uint64_t /*now*/, int idx, int stream) {
+  if (idx < 0 || static_cast<size_t>(idx) >= links_.size() || stream < 0 ||
+      static_cast<size_t>(stream) >= links_[idx].rx.size()) {
+    return;  // the link was dropped meanwhile
+  }
   RxStream& s = links_[idx].rx[stream];
   RxAction::Kind kind = s.kind;
   s.kind = RxAction::kNone;  // before Complete: this stream no longer writes into the buffer
@@ -270,6 +280,7 @@ void RecvCore::DrainStash() {
 }
 
 bool RecvCore::NextControl(uint64_t /*now*/, int idx, Frame* out) {
+  if (idx < 0 || static_cast<size_t>(idx) >= links_.size()) return false;
   RxLink& l = links_[idx];
   if (!l.alive || l.out.empty()) return false;
   *out = l.out.front();

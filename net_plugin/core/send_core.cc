@@ -388,12 +388,14 @@ void SendCore::ReportDelivered(uint64_t now, const std::vector<LinkSample>& samp
       l.acked_base = UINT64_MAX;
       continue;
     }
-    uint64_t acked = 0, notsent = 0, outq = 0;
+    uint64_t acked = 0, notsent = 0, outq = 0, rtt = 0;
     for (int s = 0; s < samples[i].streams; ++s) {
       acked += samples[i].s[s].acked_bytes;
       notsent += samples[i].s[s].notsent;
       outq += samples[i].s[s].outq;
+      rtt = std::max(rtt, samples[i].s[s].min_rtt_ns);
     }
+    sched_.OnRtt(static_cast<int>(i), rtt);
     // The kernel's count first: "the rail was the limit" (bytes waiting in the socket, or the rail
     // full by the scheduler's cap) must be judged on the current backlog — a stale one would count
     // a drained, idle rail as busy, measure it slower than it is, give it less work, and spiral.

@@ -39,6 +39,7 @@ struct TcpProgress {
   uint64_t bytes_acked = 0;       // cumulative bytes the peer acknowledged (snd_una progress)
   uint32_t notsent_bytes = 0;     // written by the application, not yet sent
   uint32_t outq_bytes = 0;        // written, not yet acknowledged (SIOCOUTQ: unsent + in flight)
+  uint32_t min_rtt_us = 0;        // the minimum RTT the kernel measured (0: unknown)
 };
 // False when TCP_INFO fails or the kernel lacks tcpi_bytes_acked.
 bool ReadTcpProgress(int fd, TcpProgress* out);

@@ -58,6 +58,7 @@ bool TcpLink::Sample(int stream, StreamSample* out) {
   out->in_flight = tp.unacked;  // segments: only "zero or not" matters
   out->notsent = tp.notsent_bytes;
   out->outq = tp.outq_bytes;
+  out->min_rtt_ns = static_cast<uint64_t>(tp.min_rtt_us) * 1000;
   return true;
 }
 

@@ -83,6 +83,23 @@ TEST(Scheduler, ARailRunningDryTakesWorkFromABusyPrimary) {
   EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "the primary ran dry: it takes the work";
 }
 
+// The backlog cap covers the bandwidth-delay product: on a long rail a fixed time cap would keep fewer
+// bytes in flight than one round trip carries and hold the rail below its rate.
+TEST(Scheduler, TheBacklogCapGrowsWithTheRoundTrip) {
+  Scheduler s;
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr);
+  LearnSlowRail(s, 0);  // 10 MB/s
+  s.OnWritten(0, 2 * kChunk);
+  EXPECT_TRUE(s.RailFull(0, kChunk)) << "no RTT known: 20 ms of queue (200 KB)";
+  s.OnRtt(0, 50'000'000);  // a 50 ms WAN rail: 2 RTTs + 20 ms at 10 MB/s = 1.2 MB
+  EXPECT_FALSE(s.RailFull(0, kChunk));
+  s.OnWritten(0, 7 * kChunk);
+  EXPECT_TRUE(s.RailFull(0, kChunk));
+  s.OnRtt(0, 0);  // an unknown RTT keeps the last measurement
+  EXPECT_EQ(s.RttNs(0), 50'000'000u);
+  s.ClearQueued(0);
+}
+
 TEST(Scheduler, AFullRailTakesNothingUntilTheKernelDrains) {
   Scheduler s;
   s.Reset({0, 1}, {10e9, 10e9}, nullptr);
