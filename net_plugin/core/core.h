@@ -317,6 +317,7 @@ class SendCore final : public CoreBase {
     uint32_t epoch = 0;
     bool has_transport = false;      // a connector or an established link exists in the driver
     bool rail_down = false;          // the last rail event said down: no probe until it is up
+    uint64_t probe_since_ns = 0;     // when the current connect (first, retry or probe) started
     bool hb_due = false;             // a heartbeat for the peer is due on this link
     uint64_t next_hb_ns = 0;
     std::deque<ChunkRef> inflight;   // chunks handed to this link, not yet known acknowledged
@@ -330,6 +331,9 @@ class SendCore final : public CoreBase {
   bool Eligible(const TxLink& l) const;
   void SetState(int idx, LinkState to, const std::string& why);
   bool Stalled(const TxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }
+  // How long a probe may go unanswered before it is replaced: the peer answers a new link at once
+  // when it polls, and NCCL may leave it unpolled for a while.
+  uint64_t ProbeTimeoutNs() const { return 2 * cfg_.stall_ns + cfg_.heartbeat_ns; }
   void Complete(TxMsg& m);
   void OnAck(uint64_t ack, uint64_t credit);
   void ForgetBacklogIfIdle();

@@ -35,9 +35,10 @@ SendCore::~SendCore() {
   for (size_t i = 0; i < links_.size(); ++i) sched_.ClearQueued(static_cast<int>(i));  // the rails' shared load
 }
 
-void SendCore::StartConnect(uint64_t /*now*/, int idx) {
+void SendCore::StartConnect(uint64_t now, int idx) {
   TxLink& l = links_[idx];
   l.has_transport = true;
+  l.probe_since_ns = now;
   l.stall.Reset();
   l.acked_base = UINT64_MAX;
   cmds_.push_back(LinkCommand{LinkCommand::kConnect, idx, l.epoch});
@@ -418,6 +419,11 @@ void SendCore::Poll(uint64_t now) {
     if (l.fsm.state() == LinkState::kFailed && !l.has_transport && now >= l.retry_at_ns && !l.rail_down) {
       SetState(static_cast<int>(i), LinkState::kProbing, "re-probing after back-off");
       StartConnect(now, static_cast<int>(i));
+    } else if (l.fsm.state() == LinkState::kProbing && l.has_transport && now - l.probe_since_ns > ProbeTimeoutNs()) {
+      // A probe connection that stays silent (a connect or a stream swallowed by a rail still dark,
+      // whose transport may take minutes to give up) is replaced by a fresh one after back-off, so
+      // a healed rail is re-admitted within back-off + connect + one round trip.
+      FailLink(now, static_cast<int>(i), "probe unanswered for " + std::to_string((now - l.probe_since_ns) / 1000000) + " ms", false);
     }
   }
   // While a send waits, every usable link carries a heartbeat per period: with no chunk to write (the
@@ -467,6 +473,7 @@ uint64_t SendCore::Deadline() const {
   uint64_t d = std::min(next_sample_ns_, next_board_ns_);
   for (const auto& l : links_) {
     if (l.fsm.state() == LinkState::kFailed && !l.has_transport && !l.rail_down) d = std::min(d, l.retry_at_ns);
+    if (l.fsm.state() == LinkState::kProbing && l.has_transport) d = std::min(d, l.probe_since_ns + ProbeTimeoutNs() + 1);
   }
   if (acked_ < next_seq_) {
     for (const auto& l : links_) {

@@ -49,11 +49,15 @@ class Pair {
     bool rx_up = false;        // established at the receiver (a black hole hides the sender's close)
     bool hole = false;         // black hole: nothing moves, the transport acknowledges nothing
     bool reachable = true;     // connects succeed
+    bool dark = false;         // a dead path whose connects still succeed: everything written is lost
     int connect_pending = -1;  // epoch of a connect in progress
     std::vector<std::deque<Item>> data;  // sender -> receiver, per stream
     std::deque<Frame> ctl;               // receiver -> sender (stream 0)
     std::vector<uint64_t> acked = std::vector<uint64_t>(kMaxStreams, 0);
     uint64_t ctl_acked = 0;
+    bool dead_conn = false;  // the current connection was swallowed by a dark period
+    bool connect_dead = false;  // the connect in progress was swallowed: it never completes
+    std::vector<uint64_t> lost = std::vector<uint64_t>(kMaxStreams, 0);  // swallowed bytes: in flight forever
   };
 
   uint64_t now() const { return now_; }
@@ -135,6 +139,7 @@ class Pair {
         for (auto& q : l.data) q.clear();
         l.up = false;
         l.connect_pending = -1;
+        l.connect_dead = false;
         if (l.rx_up && !l.hole) {  // the FIN reaches the receiver
           l.rx_up = false;
           l.ctl.clear();
@@ -147,6 +152,10 @@ class Pair {
     for (int i = 0; i < nlinks_; ++i) {
       SimLink& l = links_[i];
       if (l.connect_pending < 0) continue;
+      if (l.dark || l.connect_dead) {  // the SYN is swallowed: the attempt hangs until closed
+        l.connect_dead = true;
+        continue;
+      }
       if (!l.reachable || l.hole) {
         l.connect_pending = -1;
         send_->OnConnectFailed(now_, i, "connection refused");
@@ -156,6 +165,8 @@ class Pair {
       l.connect_pending = -1;
       for (auto& q : l.data) q.clear();
       l.ctl.clear();
+      l.dead_conn = false;
+      std::fill(l.lost.begin(), l.lost.end(), 0);
       if (!recv_->OnLinkUp(now_, i, epoch, i, nstreams_, "link " + std::to_string(i))) continue;
       l.up = l.rx_up = true;
       send_->OnLinkUp(now_, i);
@@ -180,6 +191,14 @@ class Pair {
 
   void Deliver(int i) {
     SimLink& l = links_[i];
+    if (l.dark) {  // swallowed for good: this connection never delivers again (nor acknowledges)
+      for (int s = 0; s < nstreams_; ++s) {
+        for (auto& it : l.data[s]) l.lost[s] += sizeof(Frame) + it.hdr.len;
+        l.data[s].clear();
+      }
+      l.dead_conn = true;
+    }
+    if (l.dead_conn) return;
     if (!l.up || !l.rx_up || l.hole) return;
     for (int s = 0; s < nstreams_; ++s) {
       auto& q = l.data[s];
@@ -203,7 +222,7 @@ class Pair {
     Frame f;
     if (l.rx_up && !recv_->alive(i)) l.rx_up = false, l.ctl.clear();  // the receiver dropped it
     while (l.rx_up && recv_->NextControl(now_, i, &f)) l.ctl.push_back(f);
-    if (!l.up || l.hole) return;
+    if (!l.up || l.hole || l.dead_conn || l.dark) return;
     while (!l.ctl.empty()) {
       send_->OnControl(now_, i, l.ctl.front());
       l.ctl.pop_front();
@@ -218,7 +237,7 @@ class Pair {
         v[i].valid = links_[i].up;
         v[i].streams = nstreams_;
         for (int s = 0; s < nstreams_; ++s) {
-          uint64_t q = 0;
+          uint64_t q = links_[i].lost[s];
           for (auto& it : links_[i].data[s]) q += sizeof(Frame) + it.hdr.len;
           v[i].s[s] = StreamSample{links_[i].acked[s], q, 0, q};
         }
@@ -389,6 +408,28 @@ TEST(Core, DuplicateAndStaleChunksAreDiscarded) {
   f.seq = 40;  // far beyond the window: a protocol violation fails the connection
   EXPECT_EQ(p.recv().OnFrame(p.now(), 0, 0, f).kind, RxAction::kFail);
   EXPECT_EQ(p.recv().state(), ConnState::kFailed);
+}
+
+// A probe swallowed by a dark rail (the connect neither completes nor fails; TCP would retry its SYN
+// for tens of seconds) is replaced after a timeout, so the rail is re-admitted soon after it heals.
+TEST(Core, ASilentProbeIsReplacedAndTheHealedRailReadmitted) {
+  CoreConfig cfg = Cfg();
+  Pair p(2, 1, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  ASSERT_TRUE(p.send().usable(1));
+  p.link(1).hole = p.link(1).dark = true;
+  std::vector<size_t> sizes(20, 40000);
+  auto msgs = Workload(sizes);
+  ASSERT_TRUE(p.Run(msgs, 8, 20 * cfg.stall_ns));
+  ExpectDelivered(msgs);
+  for (int i = 0; i < 3000; ++i) p.Step();  // probes come and go while the rail is dark
+  EXPECT_FALSE(p.send().usable(1));
+  p.link(1).hole = p.link(1).dark = false;
+  uint64_t healed = p.now();
+  auto more = Workload(std::vector<size_t>(4, 40000));
+  for (int i = 0; i < 20000 && !p.send().usable(1); ++i) p.Step();
+  ASSERT_TRUE(p.send().usable(1)) << "the healed rail was never re-admitted";
+  EXPECT_LE(p.now() - healed, cfg.backoff_max_ns + 2 * cfg.stall_ns + cfg.heartbeat_ns + 10 * kMs);
 }
 
 // A chunk re-sent after a failover completes the message on one link while its first copy is still
