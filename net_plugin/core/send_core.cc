@@ -72,6 +72,7 @@ void SendCore::OnLinkUp(uint64_t now, int idx) {
   TxLink& l = links_[idx];
   l.has_transport = true;
   l.last_heard_ns = now;
+  l.probe_since_ns = now;  // the peer gets a full probe timeout to answer on the new link
   l.stall.Reset();
   l.acked_base = UINT64_MAX;
   if (l.fsm.state() == LinkState::kConnecting) SetState(idx, LinkState::kHealthy, "connected");
