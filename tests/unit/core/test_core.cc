@@ -432,6 +432,54 @@ TEST(Core, ASilentProbeIsReplacedAndTheHealedRailReadmitted) {
   EXPECT_LE(p.now() - healed, cfg.backoff_max_ns + 2 * cfg.stall_ns + cfg.heartbeat_ns + 10 * kMs);
 }
 
+// A link-down event fails the rail's links at once (no stall wait) and a link-up event probes at once.
+TEST(Core, RailEventsFailAtOnceAndProbeAtOnce) {
+  CoreConfig cfg = Cfg();
+  cfg.stall_ns = 60'000 * kMs;  // the watchdog cannot be what acts here
+  cfg.backoff_min_ns = cfg.backoff_max_ns = 60'000 * kMs;
+  Pair p(2, 1, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  auto msgs = Workload(std::vector<size_t>(20, 40000));
+  bool fired = false;
+  ASSERT_TRUE(p.Run(msgs, 8, 1000 * kMs, false, [&](int step) {
+    if (step != 2) return;
+    p.link(1).hole = true;  // the cable is out: nothing moves, and the kernel says so
+    p.send().OnRail(p.now(), 1, true);
+    p.recv().OnRail(p.now(), 1, true);
+    fired = true;
+  }));
+  ASSERT_TRUE(fired);
+  ExpectDelivered(msgs);
+  EXPECT_EQ(p.send().link_state(1), LinkState::kFailed);
+  for (int i = 0; i < 100; ++i) p.Step();
+  EXPECT_EQ(p.send().link_state(1), LinkState::kFailed) << "no probe while the rail is down";
+  p.link(1).hole = false;
+  p.send().OnRail(p.now(), 1, false);
+  for (int i = 0; i < 20 && !p.send().usable(1); ++i) p.Step();
+  EXPECT_TRUE(p.send().usable(1)) << "probed and re-admitted at the link-up event, not after the 60 s back-off";
+}
+
+// The peer closing every link: orderly when everything was acknowledged, an error otherwise.
+TEST(Core, PeerCloseIsOrderlyOnlyWhenNothingIsOutstanding) {
+  for (bool pending : {false, true}) {
+    Pair p(2, 1, Cfg());
+    for (int i = 0; i < 5; ++i) p.Step();
+    auto msgs = Workload({5000, 70000});
+    ASSERT_TRUE(p.Run(msgs, 8, 1000 * kMs));
+    Msg extra;
+    extra.src.assign(70000, 1);
+    if (pending) {
+      bool ok = false;
+      ASSERT_TRUE(p.send().Isend(p.now(), extra.src.data(), extra.src.size(), &extra, &ok).ok());
+    }
+    p.send().OnLinkError(p.now(), 0, "peer closed the link", true);
+    p.send().OnLinkError(p.now(), 1, "peer closed the link", true);
+    p.Step();
+    EXPECT_EQ(p.send().state(), pending ? ConnState::kFailed : ConnState::kPeerClosed);
+    EXPECT_EQ(p.send().status().ok(), !pending);
+  }
+}
+
 // A chunk re-sent after a failover completes the message on one link while its first copy is still
 // being read on another: NCCL must not get the buffer back until that late copy stopped writing.
 TEST(Core, NoCompletionWhileALateDuplicateStillWritesIntoTheBuffer) {
