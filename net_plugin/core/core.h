@@ -7,13 +7,21 @@
 //     sendmsg/recv calls and connector objects. The IB transport (#8) will do the same with work
 //     requests and completions. The simulator (tests/sim/) drives the very same objects with a
 //     virtual clock and simulated links. There is no #ifdef and no "simulation mode" in the core.
-//   * Every input carries `now` (ns, any origin but > 0, never decreasing across calls on one core). The
-//     core never reads a clock; timers are values compared with `now`. Deadline() says when the core
-//     next needs an input if nothing else happens (the driver calls Poll(now) then; an early or extra
-//     Poll is a no-op).
-//   * After any input the driver drains the outputs, in this order: NextCommand (connect / close
-//     links), NextTx (sender) or NextControl (receiver) for every link that can take bytes,
-//     NextCompletion, then Deadline(). Draining is cheap and idempotent.
+//   * Every input carries `now` (ns, any origin but > 0, never decreasing across calls on one core).
+//     The core never reads a clock; timers are values compared with `now`.
+//   * The driver loop, after every batch of inputs (the TCP shells do this on every NCCL call):
+//       1. when SampleDue(now): OnSamples(now, one LinkSample per link);
+//       2. Poll(now) (sender) / Poll(now, idle) (receiver): timers, give-up, failback probes, acks;
+//       3. drain the outputs: NextCommand (sender: connect / close links) until false; NextTx
+//          (sender) or NextControl (receiver) for every link that can take a frame; NextCompletion
+//          until false;
+//       4. sleep until Deadline() or the next input, whichever comes first.
+//     Poll is cheap and idempotent: an early or extra call changes nothing that was not due. Every
+//     input may queue commands (a failed link is closed by a kClose command), so drain NextCommand
+//     before touching a link again after OnLinkError / OnControl / OnSamples / OnRail / Poll.
+//   * Determinism: the core has no randomness, no pointer-keyed or unordered containers, and no
+//     global state except the RailLoad table named in the config (share one per simulated host, as
+//     a process shares one per plugin context). Same inputs in the same order -> same outputs.
 //
 // The model: chunk-level, not a byte stream
 //   A connection has N links (one per rail to the peer; link 0 is the primary = NCCL's device). A

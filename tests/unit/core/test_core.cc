@@ -11,11 +11,36 @@
 #include <vector>
 
 #include "core/core.h"
+#include "rerail/log.h"
 
 namespace rr::net {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
+
+// WARN lines are captured and asserted, not printed.
+void QuietLogger(int, unsigned long, const char*, int, const char*, ...) {}
+std::vector<std::string> g_warns;
+struct CaptureWarns : ::testing::Environment {
+  void SetUp() override {
+    log::SetLogger(QuietLogger);
+    log::SetCapture([](log::Level l, const std::string& line) {
+      if (l == log::Level::kWarn) g_warns.push_back(line);
+    });
+  }
+  void TearDown() override {
+    log::SetCapture(nullptr);
+    log::SetLogger(nullptr);
+  }
+};
+const auto* const kCapture = ::testing::AddGlobalTestEnvironment(new CaptureWarns);
+
+bool Warned(const std::string& what) {
+  for (const auto& w : g_warns) {
+    if (w.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
 
 struct Item {
   Frame hdr{};
@@ -343,9 +368,11 @@ TEST(Core, BlackHoleIsDetectedByTheStallWatchdogAndNothingIsLost) {
   p.link(0).hole = true;  // the primary swallows everything, the transport acknowledges nothing
   std::vector<size_t> sizes(30, 40000);
   auto msgs = Workload(sizes);
+  g_warns.clear();
   ASSERT_TRUE(p.Run(msgs, 8, 10 * cfg.stall_ns + 2000 * kMs));
   ExpectDelivered(msgs);
   EXPECT_NE(p.send().link_state(0), LinkState::kHealthy);
+  EXPECT_TRUE(Warned("rail 0 failed (stall: bytes unacknowledged for")) << "one WARN names rail and reason";
 }
 
 TEST(Core, NoLinkAtAllErrorsAfterGiveUpAndNotBefore) {
