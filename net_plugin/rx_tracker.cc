@@ -44,8 +44,12 @@ RxTracker::Verdict RxTracker::Classify(const Frame& f, uint32_t min_epoch, Slot*
   }
   if (f.seq >= next_post_) return Verdict::kNotPosted;
   Slot& s = slots_[f.seq % kWindow];
-  if (!s.posted || s.seq != f.seq) return Verdict::kNotPosted;
+  if (s.seq != f.seq) return Verdict::kNotPosted;  // unreachable: the window gives each seq its own slot
+  // Complete, possibly released already (NCCL was told; its buffer is NCCL's again) while an older
+  // message is still incomplete: a late duplicate is dropped. Calling it "not posted" parked it at
+  // the head of its stream for good, and the older message's missing chunk behind it.
   if (s.complete) return Verdict::kDrop;
+  if (!s.posted) return Verdict::kNotPosted;
   if (s.total < 0) {
     if (f.total > s.cap) {
       *err = "message " + std::to_string(f.seq) + " of " + std::to_string(f.total) +
