@@ -75,6 +75,7 @@ class Pair {
     bool hole = false;         // black hole: nothing moves, the transport acknowledges nothing
     bool reachable = true;     // connects succeed
     bool dark = false;         // a dead path whose connects still succeed: everything written is lost
+    bool fwd_hole = false;     // one-way black hole: sender -> receiver only (acks still come back)
     int connect_pending = -1;  // epoch of a connect in progress
     std::vector<std::deque<Item>> data;  // sender -> receiver in flight, per stream
     std::vector<std::deque<Item>> rxbuf;  // arrived (acknowledged by the receiver's kernel), not read yet
@@ -87,6 +88,10 @@ class Pair {
   };
 
   uint64_t now() const { return now_; }
+  // The receiving application stops calling (NCCL leaves comms unpolled): its kernel still buffers
+  // and acknowledges up to the window, nothing is read, no ack or heartbeat is written.
+  void PauseReceiver(uint64_t ns) { recv_paused_until_ = now_ + ns; }
+  bool recv_paused() const { return now_ < recv_paused_until_; }
   SendCore& send() { return *send_; }
   RecvCore& recv() { return *recv_; }
   SimLink& link(int i) { return links_[i]; }
@@ -109,11 +114,11 @@ class Pair {
     for (int i = 0; i < nlinks_; ++i) Deliver(i);
     Samples();
     send_->Poll(now_);
-    recv_->Poll(now_, true);
+    if (!recv_paused()) recv_->Poll(now_, true);
     for (int i = 0; i < nlinks_; ++i) Control(i);
     Completion c;
     while (send_->NextCompletion(&c)) static_cast<Msg*>(c.owner)->send_done = true;
-    while (recv_->NextCompletion(&c)) {
+    while (!recv_paused() && recv_->NextCompletion(&c)) {
       auto* m = static_cast<Msg*>(c.owner);
       m->recv_done = true;
       m->recv_size = c.size;
@@ -140,7 +145,7 @@ class Pair {
         if (!posted) break;
         msgs[ns++].posted_send = true;
       }
-      bool hold = recv_late && now_ < 20 * kMs;  // receives posted late: eager chunks are stashed
+      bool hold = (recv_late && now_ < 20 * kMs) || recv_paused();  // late receives: eager chunks are stashed
       while (!hold && nr < msgs.size() && nr - recv_done < static_cast<size_t>(window)) {
         bool posted = false;
         Msg& m = msgs[nr];
@@ -228,11 +233,11 @@ class Pair {
     }
     if (l.dead_conn) return;
     if (!l.up || !l.rx_up) return;
-    for (int s = 0; s < nstreams_ && !l.hole; ++s) {  // the receiver's kernel takes and acknowledges
+    for (int s = 0; s < nstreams_ && !l.hole && !l.fwd_hole; ++s) {  // the receiver's kernel takes and acknowledges
       for (auto& it : l.data[s]) l.acked[s] += sizeof(Frame) + it.hdr.len;
       while (!l.data[s].empty()) l.rxbuf[s].push_back(std::move(l.data[s].front())), l.data[s].pop_front();
     }
-    for (int s = 0; s < nstreams_; ++s) {  // the application reads what the core can place
+    for (int s = 0; s < nstreams_ && !recv_paused(); ++s) {  // the application reads what the core can place
       auto& q = l.rxbuf[s];
       while (!q.empty() && l.rx_up) {
         Item& it = q.front();
@@ -256,7 +261,7 @@ class Pair {
       l.ctl.clear();
       for (auto& q : l.rxbuf) q.clear();
     }
-    while (l.rx_up && recv_->NextControl(now_, i, &f)) l.ctl.push_back(f);
+    while (l.rx_up && !recv_paused() && recv_->NextControl(now_, i, &f)) l.ctl.push_back(f);
     if (!l.up || l.hole || l.dead_conn || l.dark) return;
     while (!l.ctl.empty()) {
       send_->OnControl(now_, i, l.ctl.front());
@@ -294,6 +299,7 @@ class Pair {
   CoreConfig cfg_;
   int nlinks_, nstreams_;
   uint64_t now_ = 1000;
+  uint64_t recv_paused_until_ = 0;
   std::vector<SimLink> links_;
   std::unique_ptr<SendCore> send_;
   std::unique_ptr<RecvCore> recv_;
@@ -546,7 +552,7 @@ TEST(Core, SeededFaultSwarmLosesNothingAndFinishes) {
     bool ok = p.Run(msgs, 1 + static_cast<int>(rnd(8)), 60'000 * kMs, rnd(4) == 0, [&](int step) {
       if (step > fault_steps) {
         for (int i = 0; i < nl; ++i) {
-          if (p.link(i).hole || p.link(i).dark) p.link(i).hole = p.link(i).dark = false;
+          p.link(i).hole = p.link(i).dark = p.link(i).fwd_hole = false;
         }
         return;
       }
@@ -554,7 +560,9 @@ TEST(Core, SeededFaultSwarmLosesNothingAndFinishes) {
       ++faults;
       int i = static_cast<int>(rnd(nl));
       if (i == safe) return;
-      switch (rnd(5)) {
+      switch (rnd(7)) {
+        case 5: p.link(i).fwd_hole = !p.link(i).fwd_hole; break;
+        case 6: p.PauseReceiver(rnd(3000) * kMs); break;  // NCCL leaves the comm unpolled for up to 3 s
         case 0: p.link(i).hole = !p.link(i).hole; break;
         case 1: p.link(i).hole = p.link(i).dark = !p.link(i).dark; break;
         case 2: if (p.link(i).up) p.Cut(i); break;
