@@ -21,7 +21,8 @@
 //     message; after an eager one in the next test() on the comm that finds nothing to read (so a
 //     reply goes first and the ack waits off the critical path), with the next normal ack, or at once
 //     when 16 eager messages / half the eager pool are unacknowledged. Heartbeats carry it too. Every RERAIL_HEARTBEAT_MS
-//     it also sends a heartbeat (carrying the same cumulative ack) on every live link.
+//     it also sends a heartbeat (carrying the same cumulative ack) on every live link; the sender
+//     does the same while a send waits (bytes in flight for its own stall watchdog).
 //   * a link fails on a socket error, a link-down event for its local rail (either side: the receiver
 //     drops the link and tells the sender over a survivor, so the sender re-sends within
 //     milliseconds), a peer notice, or a stall: the transport reports bytes in flight whose
