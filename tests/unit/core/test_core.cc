@@ -82,6 +82,7 @@ class Pair {
     std::deque<Frame> ctl;               // receiver -> sender (stream 0)
     std::vector<uint64_t> acked = std::vector<uint64_t>(kMaxStreams, 0);
     uint64_t ctl_acked = 0;
+    uint64_t payload_written = 0;  // payload bytes the sender wrote on this link
     bool dead_conn = false;  // the current connection was swallowed by a dark period
     bool connect_dead = false;  // the connect in progress was swallowed: it never completes
     std::vector<uint64_t> lost = std::vector<uint64_t>(kMaxStreams, 0);  // swallowed bytes: in flight forever
@@ -216,6 +217,7 @@ class Pair {
         it.hdr = f.hdr;
         if (f.hdr.len > 0) it.payload.assign(f.payload, f.payload + f.hdr.len);
         send_->OnWritten(i, sizeof(Frame) + f.hdr.len);
+        l.payload_written += f.hdr.len;
         send_->OnTxDone(now_, i, f.hdr);
         l.data[s].push_back(std::move(it));
       }
@@ -591,6 +593,26 @@ TEST(Core, SeededFaultSwarmLosesNothingAndFinishes) {
     }
   }
   EXPECT_GT(total_faults, 500) << "the swarm must actually fault";
+}
+
+// RERAIL_POLICY=failover keeps to the primary while it works and spreads over the survivors when it fails.
+TEST(Core, FailoverPolicyKeepsToThePrimaryUntilItFails) {
+  CoreConfig cfg = Cfg();
+  cfg.policy = Policy::kFailover;
+  Pair p(3, 2, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  auto msgs = Workload(std::vector<size_t>(20, 60000));
+  ASSERT_TRUE(p.Run(msgs, 8, 2000 * kMs));
+  ExpectDelivered(msgs);
+  EXPECT_GT(p.link(0).payload_written, 0u);
+  EXPECT_EQ(p.link(1).payload_written + p.link(2).payload_written, 0u) << "standby links carried data";
+  p.Cut(0);
+  p.link(0).reachable = false;
+  auto more = Workload(std::vector<size_t>(20, 60000));
+  ASSERT_TRUE(p.Run(more, 8, 2000 * kMs));
+  ExpectDelivered(more);
+  EXPECT_GT(p.link(1).payload_written, 0u);
+  EXPECT_GT(p.link(2).payload_written, 0u);
 }
 
 // A chunk re-sent after a failover completes the message on one link while its first copy is still
