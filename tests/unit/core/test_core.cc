@@ -530,6 +530,7 @@ TEST(Core, PeerCloseIsOrderlyOnlyWhenNothingIsOutstanding) {
 // heals. Every message must arrive intact, and within a bound once the faults stop.
 TEST(Core, SeededFaultSwarmLosesNothingAndFinishes) {
   int total_faults = 0;
+  uint64_t worst_after_heal = 0;
   for (uint64_t seed = 1; seed <= 100; ++seed) {
     uint64_t x = seed * 0x9e3779b97f4a7c15ull;
     auto rnd = [&x](uint64_t n) {  // xorshift64*: the same on every platform
@@ -551,8 +552,10 @@ TEST(Core, SeededFaultSwarmLosesNothingAndFinishes) {
     auto msgs = Workload(sizes, rnd(2) * 64);
     int fault_steps = 200 + static_cast<int>(rnd(800));
     int faults = 0;
+    uint64_t healed = 0, paused_until = 0;
     bool ok = p.Run(msgs, 1 + static_cast<int>(rnd(8)), 60'000 * kMs, rnd(4) == 0, [&](int step) {
       if (step > fault_steps) {
+        if (healed == 0) healed = std::max(p.now(), paused_until);
         for (int i = 0; i < nl; ++i) {
           p.link(i).hole = p.link(i).dark = p.link(i).fwd_hole = false;
         }
@@ -564,7 +567,10 @@ TEST(Core, SeededFaultSwarmLosesNothingAndFinishes) {
       if (i == safe) return;
       switch (rnd(7)) {
         case 5: p.link(i).fwd_hole = !p.link(i).fwd_hole; break;
-        case 6: p.PauseReceiver(rnd(3000) * kMs); break;  // NCCL leaves the comm unpolled for up to 3 s
+        case 6:  // NCCL leaves the comm unpolled for up to 3 s
+          p.PauseReceiver(rnd(3000) * kMs);
+          paused_until = std::max(paused_until, p.now() + 3000 * kMs);
+          break;
         case 0: p.link(i).hole = !p.link(i).hole; break;
         case 1: p.link(i).hole = p.link(i).dark = !p.link(i).dark; break;
         case 2: if (p.link(i).up) p.Cut(i); break;
@@ -586,6 +592,12 @@ TEST(Core, SeededFaultSwarmLosesNothingAndFinishes) {
                     << ConnStateName(p.recv().state()) << ", acked " << p.send().acked() << "/" << p.send().posted()
                     << ", received " << p.recv().completed() << "/" << p.recv().posted() << ")";
     total_faults += faults;
+    if (healed != 0 && p.now() > healed) {
+      worst_after_heal = std::max(worst_after_heal, p.now() - healed);
+      // Liveness: once the faults stop (and the receiver polls again), the rest completes within the
+      // detection time of a stalled link plus the longest back-off, with slack for the transfer.
+      EXPECT_LE(p.now() - healed, 2 * cfg.stall_ns + cfg.backoff_max_ns + 100 * kMs) << "seed " << seed;
+    }
     ExpectDelivered(msgs);
     if (HasFatalFailure()) {
       ADD_FAILURE() << "seed " << seed;
@@ -593,6 +605,7 @@ TEST(Core, SeededFaultSwarmLosesNothingAndFinishes) {
     }
   }
   EXPECT_GT(total_faults, 500) << "the swarm must actually fault";
+  std::printf("worst completion after the faults stopped: %.0f ms\n", static_cast<double>(worst_after_heal) / 1e6);
 }
 
 // RERAIL_POLICY=failover keeps to the primary while it works and spreads over the survivors when it fails.
