@@ -46,6 +46,13 @@ void RecvComm::Sync() {
   for (size_t i = 0; i < links_.size(); ++i) {
     RxLink& l = links_[i];
     if (l.link && !core_.alive(static_cast<int>(i))) {
+      if (!l.out_busy || l.out_done == 0) {  // tell the sender this is a dropped link (best effort)
+        Frame notice = core_.DropNotice(static_cast<int>(i));
+        iovec iov{&notice, sizeof(Frame)};
+        size_t n = 0;
+        int err = 0;
+        (void)l.link->Writev(0, &iov, 1, &n, &err);
+      }
       l.link.reset();
       l.rx.clear();
       l.out_busy = false;
@@ -169,7 +176,12 @@ Status RecvComm::PollListener(uint64_t now) {
 
 void RecvComm::PollRails(uint64_t now) {
   for (auto& l : links_) {
-    if (l.link && PollRail(cfg_.rails, l.rail, &l.rail_gen) == RailChange::kDown) core_.OnRail(now, l.rail, true);
+    if (!l.link) continue;
+    switch (PollRail(cfg_.rails, l.rail, &l.rail_gen)) {
+      case RailChange::kDown: core_.OnRail(now, l.rail, true); break;
+      case RailChange::kUp: core_.OnRail(now, l.rail, false); break;
+      case RailChange::kNone: break;
+    }
   }
   Sync();
 }

@@ -110,6 +110,16 @@ void SendComm::Commands(uint64_t now) {
   while (core_.NextCommand(&c)) {
     TxLink& l = links_[c.link];
     if (c.kind == LinkCommand::kClose) {
+      if (l.link) {  // tell the peer this is a dropped link, not a closed comm (best effort)
+        for (int i = 0; i < static_cast<int>(l.tx.size()); ++i) {
+          if (l.tx[i].busy && l.tx[i].done > 0) continue;  // mid-frame: the notice would corrupt it
+          iovec iov{&c.notice, sizeof(Frame)};
+          size_t n = 0;
+          int err = 0;
+          (void)l.link->Writev(i, &iov, 1, &n, &err);
+          break;
+        }
+      }
       l.link.reset();
       l.connector.reset();
       l.tx.clear();

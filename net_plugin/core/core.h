@@ -213,6 +213,10 @@ struct LinkCommand {
   } kind;
   int link;
   uint32_t epoch;
+  // kClose: a link-down notice for the link itself, to write on it before closing it when a stream
+  // is between frames (best effort). TCP delivers it before the FIN, so the peer can tell "the
+  // other side dropped this link" from "the other side's process closed or died".
+  Frame notice{};
 };
 
 // A request the core finished: owner = the cookie given to Isend/Irecv.
@@ -398,6 +402,8 @@ class RecvCore final : public CoreBase {
   // An incoming link finished its handshake; false when it is refused (stale epoch, bad index).
   bool OnLinkUp(uint64_t now, int link, uint32_t epoch, int rail, int streams, const std::string& name);
   RxAction OnFrame(uint64_t now, int link, int stream, const Frame& hdr);
+  // The notice to write on a link the core dropped before closing it (see LinkCommand::notice).
+  Frame DropNotice(int link) const;
   void OnPayload(uint64_t now, int link, int stream);
   bool NextControl(uint64_t now, int link, Frame* out);
   void OnLinkError(uint64_t now, int link, const std::string& why, bool peer_closed);
@@ -441,6 +447,7 @@ class RecvCore final : public CoreBase {
     std::deque<Frame> out;  // control frames for the sender
     uint64_t last_hb_ns = 0;
     bool hb_now = false;    // answer at once (a new link: the sender re-admits it on the first frame)
+    bool rail_down = false; // kept alive on a downed rail as the last link (not working)
     StallTracker stall;
   };
 
@@ -449,7 +456,9 @@ class RecvCore final : public CoreBase {
   void ForgetStash(int idx);
   bool Placing(const RxTracker::Slot* slot) const;
   void ReleaseDeferred();
-  void DropLink(uint64_t now, int idx, const std::string& why, bool peer_closed);
+  // peer_closed: the peer's transport closed it (EOF/RST: its process may be gone); peer_dropped:
+  // the peer's core dropped it and said so (no WARN, no notice back, never fatal).
+  void DropLink(uint64_t now, int idx, const std::string& why, bool peer_closed, bool peer_dropped = false);
   void QueueControl(uint64_t now, bool flush_acks);
   bool Stalled(const RxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }
 

@@ -61,17 +61,22 @@ bool RecvCore::OnLinkUp(uint64_t /*now*/, int idx, uint32_t epoch, int rail, int
   l.rx.assign(static_cast<size_t>(streams), RxStream{});
   l.out.clear();
   l.hb_now = true;  // answer at once: the sender re-admits the rail on the first frame it hears
+  l.rail_down = false;
   l.stall.Reset();
   return true;
 }
 
 void RecvCore::OnRail(uint64_t now, int rail, bool down) {
-  if (!down) return;
   // A link-down event for the local rail of a link: drop it at once and tell the sender over a
   // survivor, so it re-sends within milliseconds instead of waiting for its stall watchdog (the
-  // sender's host saw no event: the fault is on this side).
+  // sender's host saw no event: the fault is on this side). The last live link is kept (the
+  // give-up clock runs): closing it would send a FIN that, arriving after the heal, makes a sender
+  // that saw every link closed take it for this process's exit. Poll drops it once another works.
   for (size_t idx = 0; idx < links_.size(); ++idx) {
-    if (links_[idx].alive && links_[idx].rail == rail) DropLink(now, static_cast<int>(idx), "link-down event", false);
+    RxLink& l = links_[idx];
+    if (!l.alive || l.rail != rail) continue;
+    l.rail_down = down;
+    if (down && LiveLinks() > 1) DropLink(now, static_cast<int>(idx), "link-down event", false);
   }
 }
 
@@ -79,7 +84,12 @@ void RecvCore::OnLinkError(uint64_t now, int idx, const std::string& why, bool p
   DropLink(now, idx, why, peer_closed);
 }
 
-void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool peer_closed) {
+Frame RecvCore::DropNotice(int idx) const {
+  return Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), links_[idx].epoch,
+               static_cast<uint64_t>(idx), 0, 0};
+}
+
+void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool peer_closed, bool peer_dropped) {
   if (idx < 0 || static_cast<size_t>(idx) >= links_.size()) return;
   RxLink& l = links_[idx];
   if (!l.alive) return;
@@ -96,6 +106,7 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
   credit_sent_ = 0;
   ack_urgent_ = true;
   int live = LiveLinks();
+  if (peer_dropped) return;  // the sender knows, and re-sends on its own
   if (live == 0) {
     if (peer_closed) {
       // Every link closed by the peer: its process closed the connection or died.
@@ -149,8 +160,12 @@ RxAction RecvCore::OnFrame(uint64_t /*now*/, int idx, int stream, const Frame& h
   s.kind = RxAction::kNone;
   s.hdr = hdr;
   if (TypeOf(hdr) == FrameType::kLinkDown && FrameValid(hdr) && hdr.len == 0) {
-    if (hdr.seq < links_.size() && static_cast<int>(hdr.seq) != idx) {
-      DropLink(0, static_cast<int>(hdr.seq), "sender reported it down", true);
+    // About another link, or this one (the sender dropped it and closes it next): either way the
+    // sender's core decided, not its process' exit.
+    // hdr.epoch is the dropped incarnation's successor: a notice queued before the link came back
+    // (it may even travel on the new incarnation) must not drop it again.
+    if (hdr.seq < links_.size() && links_[hdr.seq].epoch < hdr.epoch) {
+      DropLink(0, static_cast<int>(hdr.seq), "sender reported it down", false, true);
     }
     return a;
   }
@@ -349,9 +364,14 @@ void RecvCore::Poll(uint64_t now, bool idle) {
     }
     return;
   }
+  for (size_t idx = 0; idx < links_.size(); ++idx) {  // a link kept on a downed rail, now that another works
+    if (links_[idx].alive && links_[idx].rail_down && LiveLinks() > 1) {
+      DropLink(now, static_cast<int>(idx), "link-down event", false);
+    }
+  }
   QueueControl(now, idle);
   int working = 0;
-  for (const auto& l : links_) working += l.alive && !Stalled(l);
+  for (const auto& l : links_) working += l.alive && !Stalled(l) && !l.rail_down;
   if (GiveUpDue(working, now, cfg_.giveup_ns) && tracker_.completed_prefix() != tracker_.posted()) {
     (void)Fail(Code::kRemoteError, "no link from the peer for RERAIL_GIVEUP_MS (" +
                                        std::to_string(cfg_.giveup_ns / 1000000) + " ms)");

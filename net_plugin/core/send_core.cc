@@ -41,7 +41,7 @@ void SendCore::StartConnect(uint64_t now, int idx) {
   l.probe_since_ns = now;
   l.stall.Reset();
   l.acked_base = UINT64_MAX;
-  cmds_.push_back(LinkCommand{LinkCommand::kConnect, idx, l.epoch});
+  cmds_.push_back(LinkCommand{LinkCommand::kConnect, idx, l.epoch, Frame{}});
 }
 
 bool SendCore::NextCommand(LinkCommand* out) {
@@ -266,9 +266,11 @@ void SendCore::OnControl(uint64_t now, int idx, const Frame& f) {
     case FrameType::kHeartbeat:
       OnAck(f.seq, f.offset);
       break;
-    case FrameType::kLinkDown:
-      if (f.seq < links_.size() && static_cast<int>(f.seq) != idx) {
-        FailLink(now, static_cast<int>(f.seq), "peer reported the link down", false);
+    case FrameType::kLinkDown:  // about another link, or this one (the receiver dropped it)
+      // f.epoch is the dropped incarnation's successor: a notice about an older incarnation than
+      // the link's current one (it reconnected since) is stale.
+      if (f.seq < links_.size() && links_[f.seq].epoch < f.epoch) {
+        FailLink(now, static_cast<int>(f.seq), static_cast<int>(f.seq) == idx ? "peer dropped the link" : "peer reported the link down", false);
       }
       break;
     default:
@@ -296,8 +298,10 @@ void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer
   bool was_probing = l.fsm.state() == LinkState::kProbing;
   SetState(idx, LinkState::kFailed, why);
   l.has_transport = false;
-  cmds_.push_back(LinkCommand{LinkCommand::kClose, idx, l.epoch});
   ++l.epoch;
+  cmds_.push_back(LinkCommand{LinkCommand::kClose, idx, l.epoch - 1,
+                              Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
+                                    static_cast<uint64_t>(idx), 0, 0}});
   l.stall.Reset();
   l.retry_at_ns = now + l.backoff_ns;
   l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
@@ -324,7 +328,10 @@ void SendCore::OnRail(uint64_t now, int rail, bool down) {
     if (l.spec.rail != rail) continue;
     l.rail_down = down;
     if (down) {
-      FailLink(now, static_cast<int>(i), "link-down event", false);
+      // The last usable link is kept (its chunks wait in it; the give-up clock runs): closing it
+      // would send the peer a FIN that arrives when the rails heal, and a peer that sees every link
+      // closed takes it for this process's exit. Poll fails it once another link works.
+      if (!l.fsm.usable() || LiveLinks() > 1) FailLink(now, static_cast<int>(i), "link-down event", false);
     } else if (l.fsm.state() == LinkState::kFailed) {  // probe at once
       l.retry_at_ns = now;
       l.backoff_ns = cfg_.backoff_min_ns;
@@ -443,9 +450,14 @@ void SendCore::Poll(uint64_t now) {
       }
     }
   }
+  for (size_t i = 0; i < links_.size(); ++i) {  // a link kept on a downed rail, now that another works
+    if (links_[i].fsm.usable() && links_[i].rail_down && LiveLinks() > 1) {
+      FailLink(now, static_cast<int>(i), "link-down event", false);
+    }
+  }
   int live = LiveLinks();
   int working = 0;
-  for (const auto& l : links_) working += l.fsm.usable() && !Stalled(l);
+  for (const auto& l : links_) working += l.fsm.usable() && !Stalled(l) && !l.rail_down;
   bool give_up = GiveUpDue(working, now, cfg_.giveup_ns);
   if (live > 0) {
     peer_closed_links_ = 0;
