@@ -270,7 +270,7 @@ void SendCore::OnControl(uint64_t now, int idx, const Frame& f) {
       // f.epoch is the dropped incarnation's successor: a notice about an older incarnation than
       // the link's current one (it reconnected since) is stale.
       if (f.seq < links_.size() && links_[f.seq].epoch < f.epoch) {
-        FailLink(now, static_cast<int>(f.seq), static_cast<int>(f.seq) == idx ? "peer dropped the link" : "peer reported the link down", false);
+        FailLink(now, static_cast<int>(f.seq), "peer reported the link down", false);
       }
       break;
     default:
