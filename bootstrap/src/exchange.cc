@@ -167,7 +167,15 @@ Status Exchange::Impl::Init() {
   start_ns_ = NowNs();
   deadline_ns_ = start_ns_ + opts_.timeout_ms * 1000000ull;
   if (n_ == 1) Finish(Status::Ok());
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    try {  // nothing escapes the thread: an exception fails the exchange instead of the process
+      Loop();
+    } catch (const std::exception& e) {
+      Finish(Status::Internal(std::string("exchange thread: ") + e.what()));
+    } catch (...) {
+      Finish(Status::Internal("exchange thread: unknown exception"));
+    }
+  });
   return Status::Ok();
 }
 
