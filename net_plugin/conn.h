@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "link_state.h"
+#include "listen_hub.h"
 #include "request.h"
 #include "rx_tracker.h"
 #include "scheduler.h"
@@ -165,6 +166,12 @@ class Comm {
  protected:
   void Transition(ConnState to, const std::string& why);
   Status Fail(Code code, const std::string& why);
+  // isend/irecv once the connection ended (kPeerClosed, kFailed): hands out a request that is never
+  // queued (seq kSeqPostedAfterEnd); test() on it returns EndedStatus(what), i.e. failure_ (kFailed)
+  // or a remote error. NULL request (retry) when the pool is exhausted.
+  static constexpr uint64_t kSeqPostedAfterEnd = UINT64_MAX;
+  Status PostAfterEnd(bool is_send, size_t size, Request** req);
+  Status EndedStatus(const char* what);
   // The give-up clock: runs while no link works (usable and not stalled); true once it has run for
   // longer than giveup_ns.
   bool GiveUpDue(int working, uint64_t now, uint64_t giveup_ns);
@@ -359,16 +366,18 @@ class RecvComm final : public Comm {
 class ListenComm {
  public:
   ListenComm(const ConnConfig& cfg, std::unique_ptr<Listener> l)
-      : magic_(kListenCommMagic), cfg_(cfg), listener_(std::move(l)) {}
+      : magic_(kListenCommMagic), cfg_(cfg), hub_(std::make_shared<ListenHub>(std::move(l))) {}
   uint32_t magic() const { return magic_; }
-  // Polls for the connection; *out stays null until its first link arrived. The listener moves into
-  // the RecvComm (which keeps accepting re-connections of failed rails).
+  // Polls for the next connection made with this comm's handle; *out stays null until its first link
+  // arrived. May be called again after it returned a comm: each call accepts one more connection, as
+  // NCCL's socket transport does (listen_hub.h). Each RecvComm keeps accepting re-connections of its
+  // failed rails through the shared listener.
   Status Accept(std::unique_ptr<RecvComm>* out);
 
  private:
   uint32_t magic_;
   ConnConfig cfg_;
-  std::unique_ptr<Listener> listener_;
+  std::shared_ptr<ListenHub> hub_;
 };
 
 }  // namespace rr::net

@@ -127,7 +127,7 @@ void RecvComm::DropLink(int idx, const std::string& why, bool peer_closed) {
 
 Status RecvComm::Irecv(void* data, size_t cap, void* phandle, Request** req) {
   *req = nullptr;
-  if (state_ == ConnState::kFailed) return failure_;
+  if (state_ == ConnState::kFailed) return PostAfterEnd(false, cap, req);
   if (cap > 0 && data == nullptr) return Status::Internal("irecv of " + std::to_string(cap) + " bytes into NULL");
   Request* r = pool_.Get(false);
   if (r == nullptr) return Status::Ok();
@@ -392,6 +392,7 @@ Status RecvComm::Progress(bool idle_acks) {
 
 Status RecvComm::Test(Request* r, int* done, int* size) {
   *done = 0;
+  if (r->seq == kSeqPostedAfterEnd) return EndedStatus("irecv after the connection ended");
   if (r->state != ReqState::kDone) {
     Status st = Progress(true);
     if (!st.ok() && r->state != ReqState::kDone) return st;  // completed before the failure: still done
@@ -406,10 +407,11 @@ Status RecvComm::Test(Request* r, int* done, int* size) {
 }
 
 Status ListenComm::Accept(std::unique_ptr<RecvComm>* out) {
-  if (!listener_) return Status::Internal("accept called again on a listen comm that already accepted");
   std::unique_ptr<Link> link;
-  RR_CHECK(listener_->Poll(&link));
-  if (link) *out = std::make_unique<RecvComm>(cfg_, std::move(listener_), std::move(link));
+  RR_CHECK(hub_->PollNew(&link));
+  if (!link) return Status::Ok();
+  const uint64_t conn = link->identity().conn_id;
+  *out = std::make_unique<RecvComm>(cfg_, std::make_unique<HubListener>(hub_, conn), std::move(link));
   return Status::Ok();
 }
 

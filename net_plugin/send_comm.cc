@@ -32,6 +32,23 @@ Status Comm::Fail(Code code, const std::string& why) {
   return failure_;
 }
 
+// A request posted once the connection has ended (peer closed, or failed): NCCL's socket transport
+// accepts such a post and reports the error from test(), and so does rerail (net_plugin/README.md,
+// "Peer compatibility"). The request is never queued; test() returns EndedStatus() every time.
+Status Comm::PostAfterEnd(bool is_send, size_t size, Request** req) {
+  Request* r = pool_.Get(is_send);
+  if (r == nullptr) return Status::Ok();  // every request in use: NCCL retries the post
+  r->seq = kSeqPostedAfterEnd;
+  r->size = size;
+  *req = r;
+  return Status::Ok();
+}
+
+Status Comm::EndedStatus(const char* what) {
+  if (state_ == ConnState::kFailed) return failure_;
+  return Fail(Code::kRemoteError, what);
+}
+
 bool Comm::GiveUpDue(int working, uint64_t now, uint64_t giveup_ns) {
   if (working > 0) {
     no_link_since_ns_ = 0;
@@ -171,8 +188,7 @@ int SendComm::LiveLinks() const {
 
 Status SendComm::Isend(const void* data, size_t size, void* phandle, Request** req) {
   *req = nullptr;
-  if (state_ == ConnState::kFailed) return failure_;
-  if (state_ == ConnState::kPeerClosed) return Fail(Code::kRemoteError, "isend after the receiver closed the connection");
+  if (state_ == ConnState::kFailed || state_ == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   if (size > 0 && data == nullptr) return Status::Internal("isend of " + std::to_string(size) + " bytes from NULL");
   if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Progress();  // NCCL retries
   Request* r = pool_.Get(true);
@@ -590,6 +606,7 @@ Status SendComm::Progress() {
 
 Status SendComm::Test(Request* r, int* done, int* size) {
   *done = 0;
+  if (r->seq == kSeqPostedAfterEnd) return EndedStatus("isend after the receiver closed the connection");
   if (r->state != ReqState::kDone) {
     Status st = Progress();
     if (!st.ok() && r->state != ReqState::kDone) return st;  // completed before the failure: still done
