@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "rerail/auth.h"
 #include "rerail/params.h"
 #include "transports/tcp/tcp.h"
 
@@ -57,6 +58,7 @@ Status Plugin::FirstInit(int abi_version) {
     cfg.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
     cfg.sockbuf = static_cast<int>(Params::Int(ParamId::TcpBufSize));
     cfg.connect_timeout_ms = static_cast<int>(Params::Int(ParamId::ConnectTimeoutMs));
+    cfg.secret = auth::JobSecret();
     // Kernel backstop for black holes on a lone link (the heartbeat watchdog is faster when there are
     // siblings). It must not be short: Linux also aborts a connection whose peer advertises a zero
     // window for that long, i.e. a receiver that is merely slow to post or poll.
