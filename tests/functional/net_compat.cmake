@@ -10,3 +10,11 @@ rerail_gtest(net_auth_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/net/net_auth_test.c
              LIBS rerail_netdrv rerail_net_core rerail_common LABELS functional TIMEOUT 120)
 target_compile_definitions(net_auth_test PRIVATE RERAIL_NET_SO="$<TARGET_FILE:nccl-net-rerail>")
 add_dependencies(net_auth_test nccl-net-rerail)
+
+# Resource bounds (issue 15): 1000 comms x 4 rails open at once and closed, nothing left (root: netns).
+add_executable(net_many_comms_test ${CMAKE_CURRENT_LIST_DIR}/net/net_many_comms_test.cc)
+target_link_libraries(net_many_comms_test PRIVATE rerail_netdrv rerail_common GTest::gtest GTest::gtest_main Threads::Threads)
+target_compile_definitions(net_many_comms_test PRIVATE RERAIL_NET_SO="$<TARGET_FILE:nccl-net-rerail>")
+add_dependencies(net_many_comms_test nccl-net-rerail)
+add_test(NAME net_many_comms COMMAND ${CMAKE_CURRENT_LIST_DIR}/net/net_many_comms.sh $<TARGET_FILE:net_many_comms_test>)
+set_tests_properties(net_many_comms PROPERTIES LABELS functional TIMEOUT 600 SKIP_REGULAR_EXPRESSION "SKIP:")
