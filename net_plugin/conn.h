@@ -367,6 +367,9 @@ class ListenComm {
  public:
   ListenComm(const ConnConfig& cfg, std::unique_ptr<Listener> l)
       : magic_(kListenCommMagic), cfg_(cfg), hub_(std::make_shared<ListenHub>(std::move(l))) {}
+  ~ListenComm() { hub_->StopAccepting(); }
+  ListenComm(const ListenComm&) = delete;
+  ListenComm& operator=(const ListenComm&) = delete;
   uint32_t magic() const { return magic_; }
   // Polls for the next connection made with this comm's handle; *out stays null until its first link
   // arrived. May be called again after it returned a comm: each call accepts one more connection, as

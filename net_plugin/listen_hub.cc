@@ -19,8 +19,11 @@ Status ListenHub::Pump() {
     auto it = parked_.find(conn);
     if (it != parked_.end())
       it->second.push_back(std::move(link));
-    else
+    else if (accepting_)
       fresh_.push_back(std::move(link));
+    else
+      RR_INFO(log::kFlagNet, "conn %016lx: closed a link (%s) that arrived after its listen comm was closed",
+              static_cast<unsigned long>(conn), link->Describe().c_str());
   }
   return Status::Ok();
 }
@@ -58,6 +61,12 @@ void ListenHub::Release(uint64_t conn_id) {
   std::lock_guard<std::mutex> lk(mu_);
   parked_.erase(conn_id);
   retired_.insert(conn_id);
+}
+
+void ListenHub::StopAccepting() {
+  std::lock_guard<std::mutex> lk(mu_);
+  accepting_ = false;
+  fresh_.clear();
 }
 
 }  // namespace rr::net

@@ -9,7 +9,8 @@
 //     that connection;
 //   * a link of a claimed connection waits for that RecvComm (PollConn, through HubListener);
 //   * a link of a connection whose RecvComm is closed is closed at once (Release retires the conn_id),
-//     so a late re-connection never becomes a new accepted comm.
+//     so a late re-connection never becomes a new accepted comm; after the ListenComm is closed
+//     (StopAccepting), links of connections no RecvComm claimed are closed at once too.
 // Contract
 //   * Ownership: the hub owns the transport listener; the ListenComm and every HubListener hold it
 //     (shared_ptr): the listen sockets close when the last of them is gone.
@@ -38,6 +39,9 @@ class ListenHub {
   Status PollConn(uint64_t conn_id, std::unique_ptr<Link>* out);
   // The RecvComm of `conn_id` is gone: its parked links are closed, later ones too.
   void Release(uint64_t conn_id);
+  // The ListenComm is closed: no accept will come, so links of unclaimed connections (waiting or later)
+  // are closed instead of held for the accepted comms' lifetime.
+  void StopAccepting();
 
  private:
   Status Pump();  // moves every link the transport has ready into fresh_ / parked_ (mu_ held)
@@ -47,6 +51,7 @@ class ListenHub {
   std::deque<std::unique_ptr<Link>> fresh_;                         // unclaimed connections
   std::map<uint64_t, std::deque<std::unique_ptr<Link>>> parked_;  // claimed ones, by conn_id
   std::set<uint64_t> retired_;                                      // closed RecvComms
+  bool accepting_ = true;
 };
 
 // The Listener a RecvComm polls: the links of its own connection only.
