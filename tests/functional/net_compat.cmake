@@ -18,3 +18,9 @@ target_compile_definitions(net_many_comms_test PRIVATE RERAIL_NET_SO="$<TARGET_F
 add_dependencies(net_many_comms_test nccl-net-rerail)
 add_test(NAME net_many_comms COMMAND ${CMAKE_CURRENT_LIST_DIR}/net/net_many_comms.sh $<TARGET_FILE:net_many_comms_test>)
 set_tests_properties(net_many_comms PROPERTIES LABELS functional TIMEOUT 600 SKIP_REGULAR_EXPRESSION "SKIP:")
+
+# ABI boundary audit (issue 15): NULL and foreign pointers at every net entry point are clean errors.
+rerail_gtest(net_misuse_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/net/net_misuse_test.cc
+             LIBS rerail_netdrv rerail_common LABELS functional TIMEOUT 60)
+target_compile_definitions(net_misuse_test PRIVATE RERAIL_NET_SO="$<TARGET_FILE:nccl-net-rerail>")
+add_dependencies(net_misuse_test nccl-net-rerail)
