@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "core/core.h"
+#include "listen_hub.h"
 #include "request.h"
 #include "transport.h"
 
@@ -123,6 +124,13 @@ class Comm {
  protected:
   // Marks the requests the core completed as done.
   void DrainCompletions(CoreBase& core);
+  // isend/irecv once the connection ended (kPeerClosed, kFailed): hands out a request that is never
+  // queued (seq kSeqPostedAfterEnd); test() on it returns the connection's error every time, as NCCL's
+  // socket transport does (net_plugin/README.md, "Peer compatibility"). NULL request (retry) when the
+  // pool is exhausted.
+  static constexpr uint64_t kSeqPostedAfterEnd = UINT64_MAX;
+  Status PostAfterEnd(bool is_send, size_t size, Request** req);
+  static Status EndedStatus(const CoreBase& core, const char* what);
   // Profiler IO span of one request (no-op without an emitter or with a NULL phandle).
   void ProfStart(prof::NetEventEmitter* e, Request* r, void* phandle, int rail);
   void ProfStop(prof::NetEventEmitter* e, Request* r);
@@ -243,16 +251,21 @@ class RecvComm final : public Comm, private CoreObserver {
 class ListenComm {
  public:
   ListenComm(const ConnConfig& cfg, std::unique_ptr<Listener> l)
-      : magic_(kListenCommMagic), cfg_(cfg), listener_(std::move(l)) {}
+      : magic_(kListenCommMagic), cfg_(cfg), hub_(std::make_shared<ListenHub>(std::move(l))) {}
+  ~ListenComm() { hub_->StopAccepting(); }
+  ListenComm(const ListenComm&) = delete;
+  ListenComm& operator=(const ListenComm&) = delete;
   uint32_t magic() const { return magic_; }
-  // Polls for the connection; *out stays null until its first link arrived. The listener moves into
-  // the RecvComm (which keeps accepting re-connections of failed rails).
+  // Polls for the next connection made with this comm's handle; *out stays null until its first link
+  // arrived. May be called again after it returned a comm: each call accepts one more connection, as
+  // NCCL's socket transport does (listen_hub.h). Each RecvComm keeps accepting re-connections of its
+  // failed rails through the shared listener.
   Status Accept(std::unique_ptr<RecvComm>* out);
 
  private:
   uint32_t magic_;
   ConnConfig cfg_;
-  std::unique_ptr<Listener> listener_;
+  std::shared_ptr<ListenHub> hub_;
 };
 
 }  // namespace rr::net

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "rerail/auth.h"
 #include "rerail/params.h"
 #include "transports/tcp/tcp.h"
 
@@ -57,6 +58,7 @@ Status Plugin::FirstInit(int abi_version) {
     cfg.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
     cfg.sockbuf = static_cast<int>(Params::Int(ParamId::TcpBufSize));
     cfg.connect_timeout_ms = static_cast<int>(Params::Int(ParamId::ConnectTimeoutMs));
+    cfg.secret = auth::JobSecret();
     // Kernel backstop for black holes on a lone link (the heartbeat watchdog is faster when there are
     // siblings). It must not be short: Linux also aborts a connection whose peer advertises a zero
     // window for that long, i.e. a receiver that is merely slow to post or poll.
@@ -198,12 +200,14 @@ Status Plugin::CheckDev(int dev) const {
 }
 
 Status Plugin::Devices(int* ndev) {
+  if (ndev == nullptr) return Status::Internal("devices with a NULL count pointer");
   if (!transport_) return Status::Internal("devices() before init");
   *ndev = transport_->NumDevices();
   return Status::Ok();
 }
 
 Status Plugin::GetProperties(int dev, rrNcclNetProperties_v12_t* p) {
+  if (p == nullptr) return Status::Internal("getProperties with a NULL properties pointer");
   RR_CHECK(CheckDev(dev));
   const DeviceInfo& d = transport_->Device(dev);
   std::memset(p, 0, sizeof(*p));
@@ -231,6 +235,7 @@ Status Plugin::GetProperties(int dev, rrNcclNetProperties_v12_t* p) {
 }
 
 Status Plugin::Listen(int dev, void* handle, void** listen_comm) {
+  if (listen_comm == nullptr) return Status::Internal("listen with a NULL comm pointer");
   *listen_comm = nullptr;
   if (handle == nullptr) return Status::Internal("listen with a NULL handle buffer");
   std::lock_guard<std::mutex> lk(mu_);
@@ -251,7 +256,9 @@ Status Plugin::Listen(int dev, void* handle, void** listen_comm) {
 }
 
 Status Plugin::Connect(int dev, void* handle, void** send_comm) {
+  if (send_comm == nullptr) return Status::Internal("connect with a NULL comm pointer");
   *send_comm = nullptr;
+  if (handle == nullptr) return Status::Internal("connect with a NULL handle");
   Handle h;
   Status dec = DecodeHandle(handle, &h);
   if (!dec.ok()) return Status::InvalidArg("connect: " + dec.message());
@@ -295,6 +302,7 @@ std::vector<LinkPlan> Plugin::PlanLinks(int dev, const Handle& h) const {
 }
 
 Status Plugin::Accept(void* listen_comm, void** recv_comm) {
+  if (recv_comm == nullptr) return Status::Internal("accept with a NULL comm pointer");
   *recv_comm = nullptr;
   RR_CHECK(CheckObj<ListenComm>(listen_comm, kListenCommMagic, "listen comm"));
   std::lock_guard<std::mutex> lk(mu_);
@@ -310,6 +318,7 @@ Status Plugin::Accept(void* listen_comm, void** recv_comm) {
 }
 
 Status Plugin::RegMr(void* comm, void* data, size_t size, int type, void** mhandle) {
+  if (mhandle == nullptr) return Status::Internal("regMr with a NULL handle pointer");
   *mhandle = nullptr;
   if (comm == nullptr) return Status::Internal("regMr on a NULL comm");
   uint32_t m = static_cast<Comm*>(comm)->magic();
@@ -337,6 +346,7 @@ Status Plugin::DeregMr(void* /*comm*/, void* mhandle) {
 }
 
 Status Plugin::Isend(void* send_comm, void* data, size_t size, void* phandle, void** request) {
+  if (request == nullptr) return Status::Internal("isend with a NULL request pointer");
   *request = nullptr;
   RR_CHECK(CheckObj<Comm>(send_comm, kSendCommMagic, "send comm"));
   if (size > kMaxMessageBytes) return Status::Internal("isend of " + std::to_string(size) + " bytes exceeds maxP2pBytes");
@@ -347,6 +357,7 @@ Status Plugin::Isend(void* send_comm, void* data, size_t size, void* phandle, vo
 }
 
 Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** phandles, void** request) {
+  if (request == nullptr) return Status::Internal("irecv with a NULL request pointer");
   *request = nullptr;  // the 0x1 optional-completion hint is ignored: every receive completes normally
   RR_CHECK(CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm"));
   if (n != 1) return Status::Internal("irecv with n=" + std::to_string(n) + " but maxRecvs is 1");
@@ -358,6 +369,7 @@ Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** 
 }
 
 Status Plugin::Iflush(void* recv_comm, int /*n*/, void** request) {
+  if (request == nullptr) return Status::Internal("iflush with a NULL request pointer");
   *request = nullptr;  // host memory: the data is visible as soon as the receive completed
   return CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm");
 }

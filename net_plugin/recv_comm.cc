@@ -63,7 +63,7 @@ void RecvComm::Sync() {
 
 Status RecvComm::Irecv(void* data, size_t cap, void* phandle, Request** req) {
   *req = nullptr;
-  if (core_.state() == ConnState::kFailed) return core_.status();
+  if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, cap, req);
   Request* r = pool_.Get(false);
   if (r == nullptr) return Status::Ok();
   bool posted = false;
@@ -230,6 +230,7 @@ Status RecvComm::Progress(bool idle_acks) {
 
 Status RecvComm::Test(Request* r, int* done, int* size) {
   *done = 0;
+  if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "irecv after the connection ended");
   if (r->state != ReqState::kDone) {
     Status st = Progress(true);
     if (!st.ok() && r->state != ReqState::kDone) return st;  // completed before the failure: still done
@@ -253,10 +254,11 @@ void RecvComm::OnFailover(int link, const std::string& why, uint64_t /*bytes*/, 
 }
 
 Status ListenComm::Accept(std::unique_ptr<RecvComm>* out) {
-  if (!listener_) return Status::Internal("accept called again on a listen comm that already accepted");
   std::unique_ptr<Link> link;
-  RR_CHECK(listener_->Poll(&link));
-  if (link) *out = std::make_unique<RecvComm>(cfg_, std::move(listener_), std::move(link));
+  RR_CHECK(hub_->PollNew(&link));
+  if (!link) return Status::Ok();
+  const uint64_t conn = link->identity().conn_id;
+  *out = std::make_unique<RecvComm>(cfg_, std::make_unique<HubListener>(hub_, conn), std::move(link));
   return Status::Ok();
 }
 

@@ -35,6 +35,20 @@ void Comm::DrainCompletions(CoreBase& core) {
   }
 }
 
+Status Comm::PostAfterEnd(bool is_send, size_t size, Request** req) {
+  Request* r = pool_.Get(is_send);
+  if (r == nullptr) return Status::Ok();  // every request in use: NCCL retries the post
+  r->seq = kSeqPostedAfterEnd;
+  r->size = size;
+  *req = r;
+  return Status::Ok();
+}
+
+Status Comm::EndedStatus(const CoreBase& core, const char* what) {
+  if (core.state() == ConnState::kFailed) return core.status();
+  return Status(Code::kRemoteError, what);
+}
+
 void Comm::ProfStart(prof::NetEventEmitter* e, Request* r, void* phandle, int rail) {
   if (e == nullptr || phandle == nullptr) return;
   r->io = prof::MakeNetEvent(RR_PROF_NET_EV_IO, rail);
@@ -174,7 +188,7 @@ Status SendComm::PollConnect(bool* ready) {
 
 Status SendComm::Isend(const void* data, size_t size, void* phandle, Request** req) {
   *req = nullptr;
-  if (core_.state() == ConnState::kFailed) return core_.status();
+  if (core_.state() == ConnState::kFailed || core_.state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   Request* r = pool_.Get(true);
   if (r == nullptr) return Progress();  // NCCL retries
   bool posted = false;
@@ -301,6 +315,7 @@ Status SendComm::Progress() {
 
 Status SendComm::Test(Request* r, int* done, int* size) {
   *done = 0;
+  if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "isend after the receiver closed the connection");
   if (r->state != ReqState::kDone) {
     Status st = Progress();
     if (!st.ok() && r->state != ReqState::kDone) return st;  // completed before the failure: still done

@@ -38,11 +38,16 @@ struct Hello {
   uint32_t chunk_size;  // sender's chunk size (bitmap granularity at the receiver)
   uint8_t rail;         // rail (listener device index) this link runs on
   uint8_t link;         // link index within the connection
-  uint16_t reserved;
+  uint16_t flags;       // kHelloFlag*; 0 from senders without RERAIL_JOB_SECRET
   uint32_t epoch;       // link epoch at connect time
   uint32_t check;       // xxh32 of the bytes before it
 };
 static_assert(sizeof(Hello) == 48, "Hello is 48 bytes on the wire");
+// kHelloFlagTag: the hello is followed by a 32-byte HMAC-SHA256 of its 48 bytes keyed by RERAIL_JOB_SECRET
+// (context kHelloTagContext). A listener with the secret accepts only hellos with a valid tag; one
+// without it rejects hellos that carry one (the two ends are configured differently).
+constexpr uint16_t kHelloFlagTag = 1;
+constexpr const char* kHelloTagContext = "rerail-net-hello-v1";
 
 enum class FrameType : uint8_t {
   kData = 1,       // payload chunk of a message

@@ -10,6 +10,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libnl-3-dev libnl-route-3-dev libhwloc-dev libibverbs-dev
   libcli11-dev nlohmann-json3-dev libxxhash-dev
+  libssl-dev
   iproute2 iptables procps psmisc
   iperf3 sockperf
   python3 python3-matplotlib

@@ -19,8 +19,12 @@ namespace {
 thread_local std::string t_last_error;
 
 rerailResult_t Fail(const rr::Status& s) {
-  t_last_error = s.ToString();
-  RR_WARN("%s", s.message().c_str());
+  try {  // called from Guard's catch handlers too: must not throw itself
+    t_last_error = s.ToString();
+    RR_WARN("%s", s.message().c_str());
+  } catch (...) {
+    t_last_error.clear();
+  }
   return static_cast<rerailResult_t>(s.code());
 }
 
@@ -36,10 +40,17 @@ rerailResult_t Guard(F&& f) {
   try {
     return Done(f());
   } catch (const std::exception& e) {
-    return Fail(rr::Status::Internal(std::string("unexpected exception: ") + e.what()));
+    try {
+      return Fail(rr::Status::Internal(std::string("unexpected exception: ") + e.what()));
+    } catch (...) {  // out of memory while reporting it
+    }
   } catch (...) {
-    return Fail(rr::Status::Internal("unexpected exception"));
+    try {
+      return Fail(rr::Status::Internal("unexpected exception"));
+    } catch (...) {
+    }
   }
+  return RERAIL_INTERNAL_ERROR;
 }
 
 rr::Status CopyOut(const std::string& s, char* buf, size_t len) {
@@ -95,7 +106,13 @@ void rerailJobDestroy(rerailJob* job) { delete job; }
 
 int rerailJobNumRanks(const rerailJob* job) { return job && job->job ? job->job->nranks() : 0; }
 
-int rerailRootlessRequested(void) { return rr::boot::RootlessRequested() ? 1 : 0; }
+int rerailRootlessRequested(void) {
+  try {
+    return rr::boot::RootlessRequested() ? 1 : 0;
+  } catch (...) {  // no exception crosses the C API
+    return 0;
+  }
+}
 
 rerailResult_t rerailAddress(const rerailJob* job, int rank, uint64_t group, char* buf, size_t len) {
   return Guard([&]() -> rr::Status {
@@ -112,7 +129,11 @@ rerailResult_t rerailCommIdString(const rerailJob* job, uint64_t group, char* bu
 }
 
 uint64_t rerailJobMagic(const rerailJob* job, uint64_t group) {
-  return job && job->job ? job->job->Magic(group) : 0;
+  try {
+    return job && job->job ? job->job->Magic(group) : 0;
+  } catch (...) {  // no exception crosses the C API (0: no magic, as for a NULL job)
+    return 0;
+  }
 }
 
 rerailResult_t rerailUniqueId(const rerailJob* job, uint64_t group, rerailUniqueId_t* id) {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "exchange_wire.h"
+#include "rerail/auth.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
 
@@ -154,6 +155,14 @@ Status Exchange::Impl::Init() {
   if (opts_.algorithm != ExchangeAlgorithm::kBruck && opts_.algorithm != ExchangeAlgorithm::kRing)
     return Status::InvalidArg("unknown exchange algorithm " + std::to_string(static_cast<int>(opts_.algorithm)));
   magic_ = job_.Magic(opts_.group);
+  if (!auth::JobSecret().empty()) {
+    // RERAIL_JOB_SECRET: the magic becomes a keyed one (first 8 bytes of HMAC-SHA256(secret, magic)), so a
+    // process without the secret - another job, a port scanner - cannot produce an accepted request.
+    auth::Tag t{};
+    if (!auth::Hmac(auth::JobSecret(), "rerail-boot-magic-v1", &magic_, sizeof(magic_), &t))
+      return Status::Internal("bootstrap exchange: HMAC of the job secret failed");
+    std::memcpy(&magic_, t.data(), sizeof(magic_));
+  }
   table_.assign(static_cast<size_t>(n_) * blob_, '\0');
   std::memcpy(&table_[static_cast<size_t>(rank_) * blob_], opts_.blob.data(), blob_);
   if (opts_.algorithm == ExchangeAlgorithm::kRing) {
@@ -167,7 +176,15 @@ Status Exchange::Impl::Init() {
   start_ns_ = NowNs();
   deadline_ns_ = start_ns_ + opts_.timeout_ms * 1000000ull;
   if (n_ == 1) Finish(Status::Ok());
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    try {  // nothing escapes the thread: an exception fails the exchange instead of the process
+      Loop();
+    } catch (const std::exception& e) {
+      Finish(Status::Internal(std::string("exchange thread: ") + e.what()));
+    } catch (...) {
+      Finish(Status::Internal("exchange thread: unknown exception"));
+    }
+  });
   return Status::Ok();
 }
 
@@ -261,7 +278,7 @@ void Exchange::Impl::RequestFailed(const std::string& why) {
 Status Exchange::Impl::CheckHeader(size_t* total) {
   wire::Response h;
   std::memcpy(&h, cbuf_.data(), sizeof(h));
-  if (h.magic != magic_)
+  if (!auth::ConstantTimeEqual(&h.magic, &magic_, sizeof(magic_)))
     return Status::Remote("rank " + std::to_string(peer_) + " at " + peer_addr_.ToString() + " answered with magic " +
                           Hex(h.magic) + ", expected " + Hex(magic_) +
                           ": a process of another job or group holds the planned port");
@@ -378,11 +395,17 @@ void Exchange::Impl::HandleRequest(InConn* c) {
   wire::Request r;
   std::memcpy(&r, c->req, sizeof(r));
   Reply bad = Reply::kOk;
-  if (r.magic != magic_) {
+  if (!auth::ConstantTimeEqual(&r.magic, &magic_, sizeof(magic_))) {
     bad = Reply::kBadMagic;
-    RR_WARN("bootstrap exchange group %llu rank %d: rejected a stranger from %s: magic %016llx, expected %016llx "
-            "(another job or an older group on this port)", static_cast<unsigned long long>(opts_.group), rank_,
-            wire::PeerName(c->fd).c_str(), static_cast<unsigned long long>(r.magic), static_cast<unsigned long long>(magic_));
+    if (auth::JobSecret().empty())
+      RR_WARN("bootstrap exchange group %llu rank %d: rejected a stranger from %s: magic %016llx, expected %016llx "
+              "(another job or an older group on this port)", static_cast<unsigned long long>(opts_.group), rank_,
+              wire::PeerName(c->fd).c_str(), static_cast<unsigned long long>(r.magic), static_cast<unsigned long long>(magic_));
+    else  // the keyed magic is a credential: never logged
+      RR_WARN("bootstrap exchange group %llu rank %d: rejected a stranger from %s: magic %016llx is not this job's "
+              "(RERAIL_JOB_SECRET differs or is missing, or another group on this port)",
+              static_cast<unsigned long long>(opts_.group), rank_, wire::PeerName(c->fd).c_str(),
+              static_cast<unsigned long long>(r.magic));
   } else if (!ShapeOk(r)) {
     bad = Reply::kBadShape;
     RR_WARN("bootstrap exchange group %llu rank %d: rejected a request from %s: nranks %u blob %u algorithm %u "
@@ -395,7 +418,9 @@ void Exchange::Impl::HandleRequest(InConn* c) {
       std::lock_guard<std::mutex> lk(mu_);
       ++stats_.strangers;
     }
-    wire::Response h{magic_, static_cast<uint32_t>(bad), 0, 0, 0};
+    // A stranger never learns a keyed magic (it would then be accepted): it gets 0 instead.
+    const uint64_t shown = bad == Reply::kBadMagic && !auth::JobSecret().empty() ? 0 : magic_;
+    wire::Response h{shown, static_cast<uint32_t>(bad), 0, 0, 0};
     c->out.assign(reinterpret_cast<const char*>(&h), sizeof(h));
     c->off = 0;
     c->close_after_write = true;

@@ -164,6 +164,7 @@ std::vector<std::string> Params::Dump() {
   for (const ParamDef& d : Defs()) {
     const Value& v = g_values[static_cast<int>(d.id)];
     std::string val = (d.type == ParamType::kInt || d.type == ParamType::kBool) ? std::to_string(v.i) : v.s;
+    if (d.id == ParamId::JobSecret && !val.empty()) val = "(hidden)";  // a secret never reaches a log
     lines.push_back(std::string("RERAIL_") + d.name + "=" + val + (v.set ? " (set)" : " (default)") +
                     (d.units[0] ? std::string(" ") + d.units : std::string()));
   }

@@ -35,12 +35,18 @@ rrProfResult_t StartEvent(void* context, void** eHandle, rrProfEventDescr_v6_t* 
 }
 
 rrProfResult_t StopEvent(void* eHandle) {
-  Profiler::Stop(eHandle);
+  try {
+    Profiler::Stop(eHandle);
+  } catch (...) {  // only a thread's first call allocates (its ring)
+  }
   return 0;
 }
 
 rrProfResult_t RecordEventState(void* eHandle, int eState, rrProfEventStateArgs_v6_t* args) {
-  Profiler::State(eHandle, eState, args);
+  try {
+    Profiler::State(eHandle, eState, args);
+  } catch (...) {  // only a thread's first call allocates (its ring)
+  }
   return 0;
 }
 

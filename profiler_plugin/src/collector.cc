@@ -101,18 +101,49 @@ void Collector::Loop() {
       kick_ = false;
       stopping = stop_;
     }
-    Pass(stopping);
+    Guarded("pass", [&] { Pass(stopping); });
     if (stopping) {
-      Pass(true);  // settle records deferred by the pass above
+      Guarded("pass", [&] { Pass(true); });  // settle records deferred by the pass above
       std::vector<Context*> left;
       {
         std::lock_guard<std::mutex> lock(mu_);
         left = contexts_;
       }
-      for (Context* c : left) FinishContext(c);
+      for (Context* c : left) Guarded("finish", [&] { FinishContext(c); });
       return;
     }
   }
+}
+
+// Nothing may escape the collector thread (std::terminate would kill the rank): a failed pass is
+// logged (first few times) and the thread carries on. A failed comm close still marks the comm closed,
+// so Finalize() does not wait out its timeout.
+template <typename F>
+void Collector::Guarded(const char* what, F&& f) {
+  try {
+    f();
+    return;
+  } catch (const std::exception& e) {
+    if (errors_++ < kMaxErrorWarns) RR_WARN_P(kP, "collector %s failed: %s (profile may be incomplete)", what, e.what());
+  } catch (...) {
+    if (errors_++ < kMaxErrorWarns) RR_WARN_P(kP, "collector %s failed: unknown exception", what);
+  }
+  std::vector<Context*> stuck;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Context* c : contexts_)
+      if (c->closing.load(std::memory_order_acquire) && c->close_passes >= 2) stuck.push_back(c);
+  }
+  for (Context* c : stuck) {
+    try {
+      if (c->out != nullptr) c->out.reset();
+    } catch (...) {
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    contexts_.erase(std::remove(contexts_.begin(), contexts_.end(), c), contexts_.end());
+    c->closed.store(true, std::memory_order_release);
+  }
+  if (!stuck.empty()) done_.notify_all();
 }
 
 void Collector::Pass(bool stopping) {

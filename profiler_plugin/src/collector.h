@@ -86,6 +86,10 @@ class Collector {
   std::vector<Pending> deferred_;
   std::vector<Record> drained_;
   GlobalCounters g_;
+  template <typename F>
+  void Guarded(const char* what, F&& f);
+  static constexpr uint64_t kMaxErrorWarns = 5;
+  uint64_t errors_ = 0;  // exceptions caught on the collector thread
 
   std::mutex mu_;
   std::condition_variable cv_;    // wakes the thread

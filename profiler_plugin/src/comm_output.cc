@@ -12,6 +12,8 @@
 
 #include "prof_abi.h"
 #include "rerail/log.h"
+#include "profiler.h"
+#include "safe_text.h"
 #include "trace_format.h"
 
 namespace rr::prof {
@@ -51,6 +53,16 @@ CommOutput::~CommOutput() {
   if (trace_ != nullptr) std::fclose(trace_);
 }
 
+namespace {
+// Process-wide counts of NetPlugin descriptors shown opaque (profiler.h NetReject).
+nlohmann::json NetOpaqueJson() {
+  nlohmann::json j = nlohmann::json::object();
+  for (int i = 0; i < kNetRejectKinds; ++i)
+    j[NetRejectName(static_cast<NetReject>(i))] = NetRejectCount(static_cast<NetReject>(i));
+  return j;
+}
+}  // namespace
+
 double CommOutput::Us(uint64_t mono_ns) const {
   return static_cast<double>(static_cast<int64_t>(mono_ns - t0_mono_ns_)) / 1000.0;
 }
@@ -63,7 +75,7 @@ Status CommOutput::Open() {
                           {"comm", Hex(ctx_->comm_id)}, {"commName", ctx_->comm_name},
                           {"t0_unix_ns", t0_unix_ns_},  {"version", RERAIL_VERSION_STRING},
                           {"git", RERAIL_GIT_SHA}};
-  std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":" + other.dump() + ",\"traceEvents\":[";
+  std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":" + DumpJson(other) + ",\"traceEvents\":[";
   std::fputs(head.c_str(), trace_);
   tail_pos_ = std::ftell(trace_);
   std::fputs(kTail, trace_);
@@ -74,7 +86,7 @@ Status CommOutput::Open() {
       {"pid", ctx_->rank},
       {"tid", 0},
       {"args", {{"name", "rank " + std::to_string(ctx_->rank) + " comm " + Hex(ctx_->comm_id)}}}};
-  AppendTrace(pname.dump());
+  AppendTrace(DumpJson(pname));
   FlushTrace();
   if (trace_failed_) return Status::System("write profile trace " + trace_path_);
   return Status::Ok();
@@ -113,20 +125,20 @@ void CommOutput::EnsureTrack(int tid) {
                       {"pid", ctx_->rank},
                       {"tid", tid},
                       {"args", {{"name", track::Name(tid)}}}};
-  AppendTrace(m.dump());
+  AppendTrace(DumpJson(m));
   nlohmann::json s = {{"name", "thread_sort_index"},
                       {"ph", "M"},
                       {"pid", ctx_->rank},
                       {"tid", tid},
                       {"args", {{"sort_index", (tid % track::kLaneStride) * 64 + tid / track::kLaneStride}}}};
-  AppendTrace(s.dump());
+  AppendTrace(DumpJson(s));
 }
 
 void CommOutput::Emit(const EventRec& ev) {
   UpdateMetrics(ev);
   if (!ev.visible) return;
   EnsureTrack(track::Tid(ev.track, ev.lane));
-  AppendTrace(EventJson(ev, [this](uint64_t ns) { return Us(ns); }).dump());
+  AppendTrace(DumpJson(EventJson(ev, [this](uint64_t ns) { return Us(ns); })));
   ++emitted_;
 }
 
@@ -140,8 +152,8 @@ void CommOutput::UpdateMetrics(const EventRec& ev) {
     std::memcpy(reinterpret_cast<char*>(&d) + offsetof(rrProfEventDescr_v5_t, coll), ev.payload,
                 kPayloadBytes);
     uint64_t end = std::max(ev.last_ns, ev.begin_ns);
-    coll_latency_[d.coll.func != nullptr ? d.coll.func : "Coll"].Add(static_cast<double>(end - ev.begin_ns) /
-                                                                     1e3);
+    const std::string name = d.coll.func != nullptr ? SafeUtf8(d.coll.func, 64) : "Coll";
+    coll_latency_[name].Add(static_cast<double>(end - ev.begin_ns) / 1e3);
     return;
   }
   rrProfNetEvent_v1_t n;
@@ -161,7 +173,7 @@ void CommOutput::UpdateMetrics(const EventRec& ev) {
                    n.rail,
                    n.toRail,
                    n.peer,
-                   std::string(n.reason, strnlen(n.reason, sizeof(n.reason)))};
+                   SafeUtf8(n.reason, sizeof(n.reason))};
       top_stalls_.push_back(std::move(s));
       std::sort(top_stalls_.begin(), top_stalls_.end(),
                 [](const StallEntry& a, const StallEntry& b) { return a.stall_ns > b.stall_ns; });
@@ -240,10 +252,11 @@ std::string CommOutput::SummaryJson(const GlobalCounters& g, bool final) const {
             {"dropped_records", g.dropped_records},
             {"orphan_records", g.orphan_records},
             {"dropped_open", g.dropped_open},
+            {"net_opaque", NetOpaqueJson()},
             {"rails", rails},
             {"collectives", colls},
             {"top_stalls", stalls}};
-  return j.dump(1) + "\n";
+  return DumpJson(j, 1) + "\n";
 }
 
 std::string CommOutput::PromText(const GlobalCounters& g) const {
@@ -286,21 +299,26 @@ std::string CommOutput::PromText(const GlobalCounters& g) const {
     uint64_t cum = 0;
     for (size_t i = 0; i <= LatencyHist::kN; ++i) {
       cum += h.buckets[i];
-      o << "rerail_collective_latency_seconds_bucket{" << base << ",coll=\"" << name << "\",le=\"";
+      o << "rerail_collective_latency_seconds_bucket{" << base << ",coll=\"" << PromLabel(name) << "\",le=\"";
       if (i < LatencyHist::kN)
         o << LatencyHist::kBoundsUs[i] / 1e6;
       else
         o << "+Inf";
       o << "\"} " << cum << '\n';
     }
-    o << "rerail_collective_latency_seconds_sum{" << base << ",coll=\"" << name << "\"} " << h.sum_us / 1e6
+    o << "rerail_collective_latency_seconds_sum{" << base << ",coll=\"" << PromLabel(name) << "\"} " << h.sum_us / 1e6
       << '\n';
-    o << "rerail_collective_latency_seconds_count{" << base << ",coll=\"" << name << "\"} " << h.count
+    o << "rerail_collective_latency_seconds_count{" << base << ",coll=\"" << PromLabel(name) << "\"} " << h.count
       << '\n';
   }
   head("rerail_profiler_dropped_records_total", "counter",
        "Profiler records dropped because a ring was full.");
   o << "rerail_profiler_dropped_records_total{" << base << "} " << g.dropped_records << '\n';
+  head("rerail_profiler_net_opaque_total", "counter",
+       "NetPlugin events recorded opaque (not a valid rerail descriptor), by reason.");
+  for (int i = 0; i < kNetRejectKinds; ++i)
+    o << "rerail_profiler_net_opaque_total{" << base << ",reason=\"" << NetRejectName(static_cast<NetReject>(i))
+      << "\"} " << NetRejectCount(static_cast<NetReject>(i)) << '\n';
   return o.str();
 }
 

@@ -11,6 +11,7 @@ constexpr int kStart = 0, kStop = 1, kUpdate = 2;
 rrProfNetEvent_v1_t MakeNetEvent(uint16_t kind, int rail, const char* reason) {
   rrProfNetEvent_v1_t ev;
   std::memset(&ev, 0, sizeof(ev));
+  ev.magic = RR_PROF_NET_MAGIC;
   ev.size = sizeof(ev);
   ev.kind = kind;
   ev.tsNs = NowNs();

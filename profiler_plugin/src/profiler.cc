@@ -17,6 +17,7 @@
 #include "rerail/log.h"
 #include "rerail/params.h"
 #include "rerail/prof_net_event.h"
+#include "safe_text.h"
 
 namespace rr::prof {
 namespace {
@@ -28,7 +29,7 @@ constexpr const char* kMaskWords =
 constexpr size_t kCollParentGroupOff = 80;  // coll.parentGroup (104) - union start (24)
 constexpr size_t kP2pParentGroupOff = 40;   // p2p.parentGroup (64) - 24
 constexpr size_t kNetDataOff = 8;           // netPlugin.data (32) - 24
-constexpr size_t kMinNetDescr = offsetof(rrProfNetEvent_v1_t, bytes);
+constexpr size_t kMaxCommName = 256;
 
 struct Global {
   std::mutex mu;
@@ -52,20 +53,18 @@ T Load(const void* base, size_t off) {
   return v;
 }
 
-// Copies a rerail net descriptor (size-checked) into a payload; false if it does not look like one.
-bool CopyNet(unsigned char* payload, const void* data) {
-  if (data == nullptr) return false;
-  uint32_t size = Load<uint32_t>(data, 0);
-  if (size < kMinNetDescr) return false;
+std::atomic<uint64_t> g_net_rejects[kNetRejectKinds];
+
+void CountReject(NetReject why) {
+  g_net_rejects[static_cast<int>(why)].fetch_add(1, std::memory_order_relaxed);
+}
+
+// Copies a descriptor CheckNetDescr() accepted into a payload (zero-filled beyond what the emitter filled).
+void CopyNet(unsigned char* payload, const void* data) {
+  uint32_t size = Load<uint32_t>(data, offsetof(rrProfNetEvent_v1_t, size));
   size_t n = size < kPayloadBytes ? size : kPayloadBytes;
   std::memcpy(payload, data, n);
   if (n < kPayloadBytes) std::memset(payload + n, 0, kPayloadBytes - n);
-  return true;
-}
-
-bool IsRerailNetId(int64_t id) {
-  auto u = static_cast<uint64_t>(id);
-  return (u & ~0xffffull) == RR_PROF_NET_TYPE_RERAIL && (u & 0xffffu) >= 1;
 }
 
 Status EnsureDir(const std::string& dir) {
@@ -106,6 +105,41 @@ Status ReadConfig(uint64_t comm_id, int* mask, std::string* dir) {
 }
 
 }  // namespace
+
+const char* NetRejectName(NetReject why) {
+  switch (why) {
+    case NetReject::kForeignId: return "foreign_id";
+    case NetReject::kBadVersion: return "bad_version";
+    case NetReject::kNullData: return "null_data";
+    case NetReject::kBadMagic: return "bad_magic";
+    case NetReject::kShortSize: return "short_size";
+    case NetReject::kBadUpdate: return "bad_update";
+  }
+  return "unknown";
+}
+
+uint64_t NetRejectCount(NetReject why) {
+  return g_net_rejects[static_cast<int>(why)].load(std::memory_order_relaxed);
+}
+
+bool CheckNetDescr(int64_t id, const void* data, NetReject* why) {
+  auto u = static_cast<uint64_t>(id);
+  NetReject r;
+  if ((u & ~0xffffull) != RR_PROF_NET_TYPE_RERAIL)
+    r = NetReject::kForeignId;  // another plugin's descriptor: its layout is unknown, never read it
+  else if ((u & 0xffffu) != RR_PROF_NET_DESCR_VERSION)
+    r = NetReject::kBadVersion;
+  else if (data == nullptr)
+    r = NetReject::kNullData;
+  else if (Load<uint32_t>(data, offsetof(rrProfNetEvent_v1_t, magic)) != RR_PROF_NET_MAGIC)
+    r = NetReject::kBadMagic;
+  else if (Load<uint32_t>(data, offsetof(rrProfNetEvent_v1_t, size)) < sizeof(rrProfNetEvent_v1_t))
+    r = NetReject::kShortSize;
+  else
+    return true;
+  if (why != nullptr) *why = r;
+  return false;
+}
 
 int ParseMask(const std::string& text, std::string* bad) {
   static const char* const kWords[] = {"group",     "coll",         "p2p",    "proxyop",  "proxystep",
@@ -158,7 +192,7 @@ Status Profiler::Init(Context** out, uint64_t comm_id, int* activation_mask, con
   std::lock_guard<std::mutex> lock(g.mu);
   auto ctx = std::make_unique<Context>();
   ctx->comm_id = comm_id;
-  ctx->comm_name = comm_name != nullptr ? comm_name : "";
+  ctx->comm_name = SafeUtf8(comm_name, kMaxCommName);
   ctx->rank = rank;
   ctx->n_ranks = n_ranks;
   ctx->n_nodes = n_nodes;
@@ -201,9 +235,11 @@ void Profiler::Start(Context* ctx, void** handle, uint64_t type, void* parent, c
   if (ctx == nullptr || u == nullptr || ti < 0) return;
   bool rerail_net = false;
   const void* net_data = nullptr;
-  if (type == RR_PROF_NET_PLUGIN && IsRerailNetId(Load<int64_t>(u, 0))) {
+  if (type == RR_PROF_NET_PLUGIN) {
     net_data = Load<const void*>(u, kNetDataOff);
-    rerail_net = net_data != nullptr && Load<uint32_t>(net_data, 0) >= kMinNetDescr;
+    NetReject why;
+    rerail_net = CheckNetDescr(Load<int64_t>(u, 0), net_data, &why);
+    if (!rerail_net) CountReject(why);  // recorded as an opaque NetPlugin event (id only)
   }
   if (type == RR_PROF_COLL || type == RR_PROF_P2P) {
     // Structural parent is the Group (v5 puts the CollApi/P2pApi event in parentObj).
@@ -221,7 +257,10 @@ void Profiler::Start(Context* ctx, void** handle, uint64_t type, void* parent, c
   rec->ctx = ctx;
   rec->type = static_cast<uint32_t>(type);
   rec->op = RecOp::kBegin;
-  if (!rerail_net || !CopyNet(rec->payload, net_data)) std::memcpy(rec->payload, u, kPayloadBytes);
+  if (rerail_net)
+    CopyNet(rec->payload, net_data);
+  else
+    std::memcpy(rec->payload, u, kPayloadBytes);
   ring->Publish();
 }
 
@@ -238,23 +277,25 @@ void Profiler::Stop(void* handle) {
 
 void Profiler::State(void* handle, int state, const rrProfEventStateArgs_v5_t* args) {
   if (handle == nullptr) return;
+  const uint64_t id = reinterpret_cast<uint64_t>(handle);
+  const bool net_update = handle::IsRerailNet(id) && state == RR_PROF_STATE_NET_PLUGIN_UPDATE;
+  if (net_update && (args == nullptr || !CheckNetDescr(RR_PROF_NET_PLUGIN_ID, args->netPlugin.data, nullptr))) {
+    CountReject(NetReject::kBadUpdate);  // the event keeps its last valid descriptor
+    return;
+  }
   Ring* ring = ThreadRing(g_ring_cap.load(std::memory_order_relaxed));
   Record* rec = ring->Claim();
   if (rec == nullptr) return;
-  const uint64_t id = reinterpret_cast<uint64_t>(handle);
   rec->ts = NowNs();
   rec->id = id;
   rec->op = RecOp::kState;
   rec->state = static_cast<uint16_t>(state);
-  bool copied = false;
-  if (handle::IsRerailNet(id) && state == RR_PROF_STATE_NET_PLUGIN_UPDATE && args != nullptr)
-    copied = CopyNet(rec->payload, args->netPlugin.data);
-  if (!copied) {
-    if (args != nullptr)
-      std::memcpy(rec->payload, args, sizeof(*args));
-    else
-      std::memset(rec->payload, 0, sizeof(*args));
-  }
+  if (net_update)
+    CopyNet(rec->payload, args->netPlugin.data);
+  else if (args != nullptr)
+    std::memcpy(rec->payload, args, sizeof(*args));
+  else
+    std::memset(rec->payload, 0, sizeof(*args));
   ring->Publish();
 }
 

@@ -32,6 +32,24 @@ namespace rr::prof {
 // Unknown words are reported in *bad (comma-separated) and skipped.
 int ParseMask(const std::string& text, std::string* bad);
 
+// Why a NetPlugin event was recorded opaque (its pluginId only) instead of as a rerail net event. Counted
+// process-wide, shown in each comm's summary ("net_opaque") and textfile.
+enum class NetReject : int {
+  kForeignId,   // another plugin's type (high 16 bits of pluginId): its descriptor is never read
+  kBadVersion,  // rerail's type, a descriptor version this profiler does not know
+  kNullData,    // rerail's id, data NULL
+  kBadMagic,    // rerail's id, data does not start with RR_PROF_NET_MAGIC
+  kShortSize,   // rerail's id and magic, size below sizeof(rrProfNetEvent_v1_t)
+  kBadUpdate,   // an update of a rerail event whose new descriptor fails the checks above (ignored)
+};
+constexpr int kNetRejectKinds = 6;
+const char* NetRejectName(NetReject why);
+uint64_t NetRejectCount(NetReject why);
+// True when (id, data) is a rerail net descriptor this profiler may read (prof_net_event.h contract);
+// otherwise false and *why (if non-NULL) says which check failed. Reads at most 8 bytes of data, and
+// only when the id is rerail's of version 1.
+bool CheckNetDescr(int64_t id, const void* data, NetReject* why);
+
 class Profiler {
  public:
   static constexpr uint64_t kFinalizeTimeoutMs = 30000;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "prof_abi.h"
+#include "safe_text.h"
 
 namespace rr::prof {
 namespace {
@@ -24,8 +25,13 @@ rrProfEventDescr_v6_t View6(const EventRec& ev) {
   return d;
 }
 
-const char* Str(const char* s) {
-  return s != nullptr ? s : "";
+// NCCL's strings (func, datatype, algo, ...): bounded and made valid UTF-8 (safe_text.h).
+constexpr size_t kMaxText = 64;
+std::string Str(const char* s) {
+  return SafeUtf8(s, kMaxText);
+}
+std::string Name(const char* s, const char* fallback) {
+  return s != nullptr ? SafeUtf8(s, kMaxText) : std::string(fallback);
 }
 
 json StatesJson(const EventRec& ev, const std::function<double(uint64_t)>& us) {
@@ -49,7 +55,7 @@ void NetArgs(const rrProfNetEvent_v1_t& n, json* args) {
     (*args)["prev_state"] = RailStateName(n.prevState);
   }
   if (n.kind == RR_PROF_NET_EV_IO) (*args)["dir"] = (n.flags & RR_PROF_NET_FLAG_SEND) ? "send" : "recv";
-  if (n.reason[0] != '\0') (*args)["reason"] = std::string(n.reason, strnlen(n.reason, sizeof(n.reason)));
+  if (n.reason[0] != '\0') (*args)["reason"] = SafeUtf8(n.reason, sizeof(n.reason));
 }
 
 // NCCL API events (v5) and copy-engine collective events (v6).
@@ -65,19 +71,19 @@ std::string DescribeApiCe(const EventRec& ev, json* args) {
                {"datatype", Str(d.collApi.datatype)},
                {"root", d.collApi.root},
                {"graphCaptured", d.collApi.graphCaptured}};
-      return std::string(d.collApi.func != nullptr ? d.collApi.func : "Coll") + "Api";
+      return Name(d.collApi.func, "Coll") + "Api";
     case RR_PROF_P2P_API:
       *args = {{"count", d.p2pApi.count},
                {"datatype", Str(d.p2pApi.datatype)},
                {"graphCaptured", d.p2pApi.graphCaptured}};
-      return std::string(d.p2pApi.func != nullptr ? d.p2pApi.func : "P2p") + "Api";
+      return Name(d.p2pApi.func, "P2p") + "Api";
     case RR_PROF_KERNEL_LAUNCH:
       return "KernelLaunch";
     case RR_PROF_CE_COLL: {
       *args = {{"seq", d6.ceColl.seqNumber},          {"count", d6.ceColl.count},
                {"datatype", Str(d6.ceColl.datatype)}, {"syncStrategy", Str(d6.ceColl.syncStrategy)},
                {"batchSize", d6.ceColl.batchSize},    {"numBatches", d6.ceColl.numBatches}};
-      return std::string("CE ") + (d6.ceColl.func != nullptr ? d6.ceColl.func : "Coll");
+      return "CE " + Name(d6.ceColl.func, "Coll");
     }
     case RR_PROF_CE_SYNC: {
       *args = {{"nRanks", d6.ceSync.nRanks}, {"isComplete", d6.ceSync.isComplete}};
@@ -103,13 +109,13 @@ std::string Describe(const EventRec& ev, json* args) {
                {"datatype", Str(d.coll.datatype)}, {"root", d.coll.root},
                {"algo", Str(d.coll.algo)},         {"proto", Str(d.coll.proto)},
                {"nChannels", d.coll.nChannels},    {"nWarps", d.coll.nWarps}};
-      return d.coll.func != nullptr ? d.coll.func : "Coll";
+      return Name(d.coll.func, "Coll");
     case RR_PROF_P2P:
       *args = {{"peer", d.p2p.peer},
                {"count", d.p2p.count},
                {"datatype", Str(d.p2p.datatype)},
                {"nChannels", d.p2p.nChannels}};
-      return d.p2p.func != nullptr ? d.p2p.func : "P2p";
+      return Name(d.p2p.func, "P2p");
     case RR_PROF_PROXY_OP:
       *args = {{"channel", d.proxyOp.channelId},
                {"peer", d.proxyOp.peer},
@@ -140,6 +146,7 @@ std::string Describe(const EventRec& ev, json* args) {
       char id[32];
       std::snprintf(id, sizeof(id), "0x%llx", static_cast<unsigned long long>(d.netPlugin.id));
       (*args)["pluginId"] = id;
+      (*args)["opaque"] = true;  // not rerail's (or not a valid one): never interpreted (issue 15)
       return "NetPlugin";
     }
     default:
@@ -153,6 +160,11 @@ bool NetDescr(const EventRec& ev, rrProfNetEvent_v1_t* out) {
   if (!ev.rerail_net) return false;
   std::memcpy(out, ev.payload, sizeof(*out));
   out->reason[sizeof(out->reason) - 1] = '\0';
+  // Rails index per-rail tracks and statistics: a value no NIC count reaches is shown as "no rail"
+  // rather than growing those tables without bound.
+  constexpr int32_t kMaxRail = 256;
+  if (out->rail < -1 || out->rail >= kMaxRail) out->rail = -1;
+  if (out->toRail < -1 || out->toRail >= kMaxRail) out->toRail = -1;
   return true;
 }
 

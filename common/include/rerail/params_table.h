@@ -55,6 +55,7 @@
   RR_PARAM(PortBase, "PORT_BASE", kInt, "0", "port", "0:65535", "First port of the symmetric bootstrap plan (alias HPCT_PORT_BASE); 0 = unset") \
   RR_PARAM(PortSpan, "PORT_SPAN", kInt, "1024", "ports", "1:65535", "Ports the plan wraps within") \
   RR_PARAM(JobId, "JOB_ID", kString, "", "", "", "Job identity mixed into per-(job, group) magics (alias SLURM_JOB_ID); empty: 'rerail'") \
+  RR_PARAM(JobSecret, "JOB_SECRET", kString, "", "", "", "Secret shared by the job: hellos of net links and bootstrap requests then carry an HMAC-SHA256 keyed by it and peers without it are rejected; never printed") \
   RR_PARAM(Rootless, "ROOTLESS", kBool, "0", "", "", "Ask frameworks to use rootless, store-less init (alias HPCT_USE_ROOTLESS)") \
   RR_PARAM(BootTimeoutMs, "BOOT_TIMEOUT_MS", kInt, "120000", "ms", "100:86400000", "Deadline of the rootless exchange (peers are retried until then)") \
   RR_PARAM(NcclLib, "NCCL_LIB", kString, "libnccl.so.2", "", "", "libnccl the bootstrap resolves at run time (dlopen name or path)")

@@ -51,6 +51,7 @@ struct LinkMonitor::Impl {
   void Update(rtnl_link* link, bool removed);
   void Publish();
   void Run(std::promise<Status>* ready);
+  void RunGuarded(std::promise<Status>* ready, bool* announced);
   void ReadSocket();
 };
 
@@ -216,8 +217,24 @@ void LinkMonitor::Impl::ReadSocket() {
 }
 
 void LinkMonitor::Impl::Run(std::promise<Status>* ready) {
+  // Nothing may escape this thread (std::terminate would kill the rank): a failure before `ready` is set
+  // becomes Start()'s error, one after it stops link events with a WARN.
+  bool announced = false;
+  try {
+    RunGuarded(ready, &announced);
+  } catch (const std::exception& e) {
+    if (!announced) ready->set_value(Status::Internal(std::string("link monitor: ") + e.what()));
+    else RR_WARN("link monitor: %s; link events stop", e.what());
+  } catch (...) {
+    if (!announced) ready->set_value(Status::Internal("link monitor: unknown exception"));
+    else RR_WARN("link monitor: unknown exception; link events stop");
+  }
+}
+
+void LinkMonitor::Impl::RunGuarded(std::promise<Status>* ready, bool* announced) {
   Status s = Setup();
   emit = true;
+  *announced = true;
   ready->set_value(s);  // `ready` dies with Start()'s frame; not touched again
   if (!s.ok()) return;
   pollfd fds[2] = {{nl_socket_get_fd(sk), POLLIN, 0}, {stop_fd, POLLIN, 0}};

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../../transport.h"
+#include "../../wire.h"
 
 namespace rr::net::tcp {
 
@@ -26,6 +27,7 @@ struct TcpConfig {
   int sockbuf = 0;               // RERAIL_TCP_SOCKBUF (0: autotune)
   int connect_timeout_ms = 30000;
   unsigned user_timeout_ms = 0;  // TCP_USER_TIMEOUT (0: kernel default)
+  std::string secret;            // RERAIL_JOB_SECRET (empty: hellos carry no tag)
 };
 
 Status DiscoverTcpDevices(const std::string& filter, std::vector<DeviceInfo>* out);
@@ -78,9 +80,20 @@ class TcpTransport final : public Transport {
   TcpConfig cfg_;
 };
 
-// Hello encoding shared by the listener and the connector.
-void MakeHello(const LinkIdentity& id, int stream, struct Hello* h);
-// Validates a received hello against the listener's nonce; false with *why on any mismatch.
-bool CheckHello(const struct Hello& h, const Nonce& nonce, std::string* why);
+// Hello encoding shared by the listener and the connector. With a secret, the hello has kHelloFlagTag
+// and *tag (may be NULL without a secret) receives its HMAC (wire.h).
+void MakeHello(const LinkIdentity& id, int stream, const std::string& secret, struct Hello* h, uint8_t* tag);
+// Validates a received hello against the listener's nonce (constant-time compare) and its secret
+// configuration; false with *why on any mismatch. *tag_follows: a tag must be read and checked with
+// CheckHelloTag before the stream is trusted.
+bool CheckHello(const struct Hello& h, const Nonce& nonce, const std::string& secret, bool* tag_follows,
+                std::string* why);
+bool CheckHelloTag(const struct Hello& h, const std::string& secret, const uint8_t* tag, std::string* why);
+inline void MakeHello(const LinkIdentity& id, int stream, struct Hello* h) { MakeHello(id, stream, std::string(), h, nullptr); }
+// Without a secret (the pre-issue-15 signature, kept for parsers/fuzzers of the untagged hello).
+inline bool CheckHello(const struct Hello& h, const Nonce& nonce, std::string* why) {
+  bool tag_follows = false;
+  return CheckHello(h, nonce, std::string(), &tag_follows, why);
+}
 
 }  // namespace rr::net::tcp

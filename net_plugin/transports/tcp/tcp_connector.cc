@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "../../wire.h"
+#include "rerail/auth.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
 #include "tcp.h"
@@ -17,7 +18,8 @@ constexpr uint64_t kRetryNs = 20 * 1000000ull;
 struct OutStream {
   int fd = -1;
   bool connected = false;
-  Hello hello{};
+  unsigned char wire[sizeof(Hello) + auth::kTagBytes] = {};  // the hello, then its tag (when a secret is set)
+  size_t len = sizeof(Hello);
   size_t sent = 0;
   uint64_t retry_at_ns = 0;
 };
@@ -27,7 +29,13 @@ class TcpConnector final : public Connector {
   TcpConnector(const TcpTransport* t, int dev, const sock::Addr& remote, const LinkIdentity& id)
       : t_(t), dev_(dev), remote_(remote), id_(id), streams_(id.nstreams) {
     deadline_ns_ = NowNs() + static_cast<uint64_t>(t->config().connect_timeout_ms) * 1000000ull;
-    for (int i = 0; i < id.nstreams; ++i) MakeHello(id, i, &streams_[i].hello);
+    for (int i = 0; i < id.nstreams; ++i) {
+      OutStream& o = streams_[i];
+      Hello h;
+      MakeHello(id, i, t->config().secret, &h, o.wire + sizeof(Hello));
+      std::memcpy(o.wire, &h, sizeof(h));
+      o.len = sizeof(Hello) + (t->config().secret.empty() ? 0 : auth::kTagBytes);
+    }
   }
   ~TcpConnector() override {
     for (auto& s : streams_) sock::Close(&s.fd);
@@ -65,9 +73,8 @@ Status TcpConnector::Step(OutStream& s, bool* done) {
     if (!s.connected) return Status::Ok();
     RR_CHECK(TuneStream(s.fd, t_->config()));
   }
-  while (s.sent < sizeof(Hello)) {
-    ssize_t r = send(s.fd, reinterpret_cast<char*>(&s.hello) + s.sent, sizeof(Hello) - s.sent,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (s.sent < s.len) {
+    ssize_t r = send(s.fd, s.wire + s.sent, s.len - s.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r > 0) {
       s.sent += static_cast<size_t>(r);
       continue;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "../../wire.h"
+#include "rerail/auth.h"
 #include "tcp.h"
 
 namespace rr::net::tcp {
@@ -62,7 +63,7 @@ bool TcpLink::Sample(int stream, StreamSample* out) {
   return true;
 }
 
-void MakeHello(const LinkIdentity& id, int stream, Hello* h) {
+void MakeHello(const LinkIdentity& id, int stream, const std::string& secret, Hello* h, uint8_t* tag) {
   std::memset(h, 0, sizeof(*h));
   h->magic = kHelloMagic;
   h->version = kWireVersion;
@@ -73,20 +74,38 @@ void MakeHello(const LinkIdentity& id, int stream, Hello* h) {
   h->chunk_size = id.chunk_size;
   h->rail = static_cast<uint8_t>(id.rail);
   h->link = static_cast<uint8_t>(id.link);
+  h->flags = secret.empty() ? 0 : kHelloFlagTag;
   h->epoch = id.epoch;
   h->check = XXH32(h, offsetof(Hello, check), kHelloMagic);
+  if (!secret.empty()) {
+    auth::Tag t{};
+    (void)auth::Hmac(secret, kHelloTagContext, h, sizeof(*h), &t);  // a failure yields a tag the peer rejects
+    std::memcpy(tag, t.data(), t.size());
+  }
 }
 
-bool CheckHello(const Hello& h, const Nonce& nonce, std::string* why) {
+bool CheckHello(const Hello& h, const Nonce& nonce, const std::string& secret, bool* tag_follows, std::string* why) {
+  *tag_follows = false;
   if (h.magic != kHelloMagic) return *why = "not a rerail hello (bad magic)", false;
   if (h.check != XXH32(&h, offsetof(Hello, check), kHelloMagic)) return *why = "corrupted hello", false;
   if (h.version != kWireVersion) return *why = "wire version " + std::to_string(h.version), false;
-  if (std::memcmp(h.nonce, nonce.data(), sizeof(h.nonce)) != 0) return *why = "wrong nonce", false;
+  if (!auth::ConstantTimeEqual(h.nonce, nonce.data(), sizeof(h.nonce))) return *why = "wrong nonce", false;
   if (h.nstreams < 1 || h.nstreams > kMaxStreams || h.stream >= h.nstreams) {
     return *why = "bad stream " + std::to_string(h.stream) + "/" + std::to_string(h.nstreams), false;
   }
   if (h.chunk_size < 4096 || h.chunk_size > (64u << 20)) return *why = "bad chunk size", false;
+  if ((h.flags & ~kHelloFlagTag) != 0) return *why = "unknown hello flags " + std::to_string(h.flags), false;
+  const bool tagged = (h.flags & kHelloFlagTag) != 0;
+  if (!secret.empty() && !tagged) return *why = "no RERAIL_JOB_SECRET tag (this job requires one)", false;
+  if (secret.empty() && tagged) return *why = "peer uses RERAIL_JOB_SECRET but this process has none", false;
+  *tag_follows = tagged;
   return true;
+}
+
+bool CheckHelloTag(const Hello& h, const std::string& secret, const uint8_t* tag, std::string* why) {
+  if (auth::VerifyHmac(secret, kHelloTagContext, &h, sizeof(h), tag)) return true;
+  *why = "bad RERAIL_JOB_SECRET tag (wrong secret or forged hello)";
+  return false;
 }
 
 }  // namespace rr::net::tcp

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "../../wire.h"
+#include "rerail/auth.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
 #include "tcp.h"
@@ -17,7 +18,9 @@ struct PendingStream {
   int fd = -1;
   sock::Addr peer;
   Hello hello{};
-  size_t got = 0;
+  uint8_t tag[auth::kTagBytes] = {};
+  size_t got = 0;   // bytes of hello, then of tag, received
+  bool want_tag = false;  // the hello passed and announced a tag: reading it now
   uint64_t deadline_ns = 0;
 };
 
@@ -103,22 +106,34 @@ void TcpListener::Reject(PendingStream& p, const std::string& why) {
 }
 
 bool TcpListener::ReadHello(PendingStream& p) {
-  while (p.got < sizeof(Hello)) {
-    ssize_t r = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
-    if (r > 0) {
-      p.got += static_cast<size_t>(r);
-      continue;
+  for (;;) {
+    const size_t need = p.want_tag ? sizeof(Hello) + auth::kTagBytes : sizeof(Hello);
+    while (p.got < need) {
+      char* dst = p.got < sizeof(Hello) ? reinterpret_cast<char*>(&p.hello) + p.got
+                                        : reinterpret_cast<char*>(p.tag) + (p.got - sizeof(Hello));
+      ssize_t r = recv(p.fd, dst, need - p.got, MSG_DONTWAIT);
+      if (r > 0) {
+        p.got += static_cast<size_t>(r);
+        continue;
+      }
+      if (r == 0) return Reject(p, "closed before completing its hello"), true;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (NowNs() > p.deadline_ns) return Reject(p, "no hello within RERAIL_CONNECT_TIMEOUT_MS"), true;
+        return false;
+      }
+      return Reject(p, std::string("recv: ") + strerror(errno)), true;
     }
-    if (r == 0) return Reject(p, "closed before completing its hello"), true;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (NowNs() > p.deadline_ns) return Reject(p, "no hello within RERAIL_CONNECT_TIMEOUT_MS"), true;
-      return false;
+    std::string why;
+    if (p.want_tag) {
+      if (!CheckHelloTag(p.hello, t_->config().secret, p.tag, &why)) return Reject(p, why), true;
+      break;
     }
-    return Reject(p, std::string("recv: ") + strerror(errno)), true;
+    bool tag_follows = false;
+    if (!CheckHello(p.hello, nonce_, t_->config().secret, &tag_follows, &why)) return Reject(p, why), true;
+    if (!tag_follows) break;
+    p.want_tag = true;  // read exactly the tag: data frames may follow it at once
   }
-  std::string why;
-  if (!CheckHello(p.hello, nonce_, &why)) return Reject(p, why), true;
   Adopt(p);
   return true;
 }

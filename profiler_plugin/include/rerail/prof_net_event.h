@@ -4,8 +4,11 @@
 // Wire contract (what a profiler decodes)
 //   * NCCL creates a NetPlugin event (type bit 1<<7) whose netPlugin.id is RR_PROF_NET_PLUGIN_ID and whose
 //     netPlugin.data points at an rrProfNetEvent_v1_t. The high 16 bits of the id are the plugin type
-//     RR_PROF_NET_TYPE_RERAIL (0x100, which no built-in NCCL plugin uses: IB is 1, socket is 2); the low 16
-//     bits are the descriptor version. A profiler must check both and `size` before reading the fields.
+//     RR_PROF_NET_TYPE_RERAIL (0x7272, "rr": not NCCL's IB 1 or socket 2, nor the 0x100 its headers and
+//     docs suggest, which other plugin authors pick); the low 16 bits are the descriptor version.
+//   * A profiler interprets `data` only when the type AND the version match exactly, `data` is non-NULL,
+//     `magic` is RR_PROF_NET_MAGIC and `size` is at least sizeof(rrProfNetEvent_v1_t); anything else is
+//     another plugin's event (or a corrupt one) and is counted and shown opaque, never read.
 //   * New fields are only ever appended; `size` says how many bytes the emitter filled. Version 1 is 88 B.
 //   * `data` is valid only until the event stops; a profiler copies what it needs at start and update.
 //
@@ -28,7 +31,8 @@
 
 extern "C" {
 
-#define RR_PROF_NET_TYPE_RERAIL (0x100u << 16)
+#define RR_PROF_NET_TYPE_RERAIL (0x7272u << 16)
+#define RR_PROF_NET_MAGIC 0x4e525272u  // "rRRN" little-endian: first 4 bytes of every rerail descriptor
 #define RR_PROF_NET_DESCR_VERSION 1u
 #define RR_PROF_NET_PLUGIN_ID ((int64_t)(RR_PROF_NET_TYPE_RERAIL | RR_PROF_NET_DESCR_VERSION))
 
@@ -53,20 +57,21 @@ enum {
 enum { RR_PROF_NET_FLAG_SEND = 1 };  // IO: set for isend, clear for irecv
 
 typedef struct {
+  uint32_t magic;     // RR_PROF_NET_MAGIC
   uint32_t size;      // bytes filled by the emitter (sizeof(rrProfNetEvent_v1_t) for version 1)
+  uint64_t tsNs;      // CLOCK_MONOTONIC time the thing happened; 0 = when the profiler sees it
   uint16_t kind;      // RR_PROF_NET_EV_*
   uint16_t flags;     // RR_PROF_NET_FLAG_*
-  uint64_t tsNs;      // CLOCK_MONOTONIC time the thing happened; 0 = when the profiler sees it
   int32_t rail;       // rail (NCCL device index) concerned; the failed rail for FAILOVER
   int32_t toRail;     // rail the traffic moved to (FAILOVER, MIGRATION, RETRANSMIT); -1 if none
   int32_t peer;       // peer rank if known, else -1
   int32_t state;      // RAIL_STATE: new state
   int32_t prevState;  // RAIL_STATE: previous state
-  uint32_t connId;    // net plugin connection id (0 if not connection-specific)
   uint64_t bytes;     // IO: bytes; FAILOVER/MIGRATION/RETRANSMIT: bytes re-queued/moved/re-sent
   uint64_t count;     // chunks concerned
   uint64_t stallNs;   // FAILOVER: last progress → detection
-  char reason[24];    // NUL-terminated short cause: "link-down", "rst", "stall", "probe-ok", ...
+  uint32_t connId;    // net plugin connection id (0 if not connection-specific)
+  char reason[20];    // NUL-terminated short cause: "link-down", "rst", "stall", "probe-ok", ...
 } rrProfNetEvent_v1_t;
 
 // Same signature as the ncclProfilerCallback_t NCCL hands to net init (v10+):
@@ -76,13 +81,16 @@ typedef int (*rrProfNetCallback_t)(void** eHandle, int type, void* pHandle, int6
 }  // extern "C"
 
 static_assert(sizeof(rrProfNetEvent_v1_t) == 88, "rrProfNetEvent_v1_t is 88 bytes in version 1");
+static_assert(offsetof(rrProfNetEvent_v1_t, size) == 4, "size at 4");
 static_assert(offsetof(rrProfNetEvent_v1_t, tsNs) == 8, "tsNs at 8");
+static_assert(offsetof(rrProfNetEvent_v1_t, kind) == 16, "kind at 16");
 static_assert(offsetof(rrProfNetEvent_v1_t, bytes) == 40, "bytes at 40");
-static_assert(offsetof(rrProfNetEvent_v1_t, reason) == 64, "reason at 64");
+static_assert(offsetof(rrProfNetEvent_v1_t, connId) == 64, "connId at 64");
+static_assert(offsetof(rrProfNetEvent_v1_t, reason) == 68, "reason at 68");
 
 namespace rr::prof {
 
-// Fills a descriptor with defaults (size, kind, tsNs = now, rails/peer -1) and the reason text (truncated).
+// Fills a descriptor with defaults (magic, size, kind, tsNs = now, rails/peer -1) and the reason text (truncated).
 rrProfNetEvent_v1_t MakeNetEvent(uint16_t kind, int rail, const char* reason = nullptr);
 
 // The net plugin's side of the profiler callback.
