@@ -57,4 +57,9 @@ int ReadRailSource(uint64_t comm_id, uint32_t* states, int max) {
   return any != nullptr ? any->fn(any->arg, states, max) : -1;
 }
 
+bool HasRailSources() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return !Sources().empty();
+}
+
 }  // namespace rr::tuner

@@ -10,6 +10,7 @@
 
 #include "rerail/log.h"
 #include "rerail/params.h"
+#include "rerail/tuner/health_link.h"
 
 namespace rr::tuner {
 namespace {
@@ -38,7 +39,9 @@ void LogTo(rrTunerLogger_t log, int level, const char* msg) {
 
 std::shared_ptr<const Settings> LoadSettings(rrTunerLogger_t log) {
   auto s = std::make_shared<Settings>();
-  Status st = Params::Reload();
+  // Alone in its library the tuner re-reads the environment at each first init; beside the net plugin
+  // it keeps what the net plugin loaded (a reload would race with the net plugin's readers).
+  Status st = HasRailSources() ? Params::Load() : Params::Reload();
   if (!st.ok()) {
     std::string m = "RERAIL_* parameters: " + st.ToString() + " (defaults used where invalid)";
     LogTo(log, static_cast<int>(log::Level::kWarn), m.c_str());

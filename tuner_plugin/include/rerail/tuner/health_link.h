@@ -27,4 +27,8 @@ void UnregisterRailSource(uint64_t comm_id);
 // or -1 when no source is registered.
 int ReadRailSource(uint64_t comm_id, uint32_t* states, int max);
 
+// True when any source is registered: the net plugin shares this library (the tuner then leaves the
+// RERAIL_* parameters as the net plugin loaded them instead of re-reading the environment).
+bool HasRailSources();
+
 }  // namespace rr::tuner
