@@ -34,10 +34,11 @@ rrTunerResult_t GetCollInfo(void* ctx, int collType, size_t nBytes, int /*numPip
   auto* t = static_cast<CommTuner*>(ctx);
   if (t == nullptr) return rrTunerSuccess;
   // Work on a copy so an exception half-way leaves NCCL's table exactly as it came.
-  float copy[RR_TUNER_NUM_ALGORITHMS * RR_TUNER_NUM_PROTOCOLS];
+  // NCCL 2.28/2.30 pass 7 x 3; a few more rows or columns (a newer NCCL) are tolerated, not required.
+  constexpr int kMaxAlgo = 16, kMaxProto = 8;
+  float copy[kMaxAlgo * kMaxProto];
   float* table = reinterpret_cast<float*>(collCostTable);
-  if (table == nullptr || numAlgo <= 0 || numProto <= 0 || numAlgo > RR_TUNER_NUM_ALGORITHMS ||
-      numProto > RR_TUNER_NUM_PROTOCOLS) {
+  if (table == nullptr || numAlgo <= 0 || numProto <= 0 || numAlgo > kMaxAlgo || numProto > kMaxProto) {
     t->WarnOnce("cost table of an unexpected shape");
     return rrTunerSuccess;
   }

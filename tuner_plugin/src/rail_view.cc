@@ -138,6 +138,7 @@ int RailSource::ReadBoardStates(uint32_t* states, int max) {
     }
     states[i] = state;
   }
+  if (n == 0) problem_ = "the board lists no rails";
   return static_cast<int>(n);
 }
 

@@ -178,13 +178,13 @@ void CommTuner::GetCollInfo(int coll, size_t nbytes, float* table, int num_algo,
   if (!settings_->enabled || table == nullptr || num_algo <= 0 || num_proto <= 0) return;
   uint64_t now = CoarseNowNs();
   if (!have_decision_ || now >= next_refresh_ns_) Refresh(now);
-  const int na = num_algo < RR_TUNER_NUM_ALGORITHMS ? num_algo : RR_TUNER_NUM_ALGORITHMS;
-  const int np = num_proto < RR_TUNER_NUM_PROTOCOLS ? num_proto : RR_TUNER_NUM_PROTOCOLS;
   if (crosses_network_ && cur_.scale != 1.0f) {
-    for (int a = 0; a < na; ++a) {
-      for (int p = 0; p < np; ++p) {
+    // Every entry crosses the network on a multi-node comm; rows/columns beyond the v5 set (a newer
+    // NCCL) have no latency estimate and are scaled whole.
+    for (int a = 0; a < num_algo; ++a) {
+      for (int p = 0; p < num_proto; ++p) {
         float& t = table[a * num_proto + p];
-        float lat = lat_[a][p];
+        float lat = a < RR_TUNER_NUM_ALGORITHMS && p < RR_TUNER_NUM_PROTOCOLS ? lat_[a][p] : 0.0f;
         if (t > lat) t = lat + (t - lat) * cur_.scale;  // false for -1 (ignored) and NaN: untouched
       }
     }

@@ -344,8 +344,9 @@ TEST_P(TunerAbiTest, UnexpectedShapesAndNullsNeverFail) {
   Init(16, 2);
   CostTable t;
   int nch = 0;
-  EXPECT_EQ(tuner_.t->getCollInfo(ctx_, RR_FUNC_ALLREDUCE, 1 << 20, 1, t.ptr(), 8, kP, 0, &nch), rrTunerSuccess);
-  EXPECT_EQ(tuner_.t->getCollInfo(ctx_, RR_FUNC_ALLREDUCE, 1 << 20, 1, t.ptr(), kA, 4, 0, &nch), rrTunerSuccess);
+  EXPECT_EQ(tuner_.t->getCollInfo(ctx_, RR_FUNC_ALLREDUCE, 1 << 20, 1, t.ptr(), 17, kP, 0, &nch), rrTunerSuccess);
+  EXPECT_EQ(tuner_.t->getCollInfo(ctx_, RR_FUNC_ALLREDUCE, 1 << 20, 1, t.ptr(), kA, 9, 0, &nch), rrTunerSuccess);
+  EXPECT_EQ(tuner_.t->getCollInfo(ctx_, RR_FUNC_ALLREDUCE, 1 << 20, 1, t.ptr(), 0, kP, 0, &nch), rrTunerSuccess);
   EXPECT_EQ(tuner_.t->getCollInfo(ctx_, RR_FUNC_ALLREDUCE, 1 << 20, 1, nullptr, kA, kP, 0, &nch), rrTunerSuccess);
   EXPECT_EQ(nch, 0);
   ExpectUnchanged(t);
@@ -361,6 +362,23 @@ TEST_P(TunerAbiTest, UnexpectedShapesAndNullsNeverFail) {
   EXPECT_FLOAT_EQ(t2.v[RR_ALGO_TREE][RR_PROTO_LL], 20.0f / 0.75f);
   EXPECT_EQ(t2.v[RR_ALGO_NVLS][RR_PROTO_SIMPLE], -1.0f);
   EXPECT_EQ(tuner_.t->finalize(ctx2), rrTunerSuccess);
+}
+
+TEST_P(TunerAbiTest, WiderTableOfANewerNcclUsesItsStride) {
+  MakeBoard(4, 1);
+  Init(16, 2);
+  float wide[kA][4];  // 4 protocol columns: the stride is numProto, not 3
+  for (int a = 0; a < kA; ++a)
+    for (int p = 0; p < 4; ++p) wide[a][p] = p == 3 ? -1.0f : 100.0f;
+  int nch = 0;
+  EXPECT_EQ(tuner_.t->getCollInfo(ctx_, RR_FUNC_ALLREDUCE, 1 << 20, 1, reinterpret_cast<float**>(wide), kA, 4, 0, &nch),
+            rrTunerSuccess);
+  EXPECT_EQ(nch, 6);
+  const float lat = static_cast<float>(kBase + 2 * kHwNet);
+  for (int a = 0; a < kA; ++a) {
+    for (int p = 0; p < 3; ++p) EXPECT_FLOAT_EQ(wide[a][p], lat + (100.0f - lat) * static_cast<float>(1.0 / 0.75));
+    EXPECT_EQ(wide[a][3], -1.0f);
+  }
 }
 
 TEST_P(TunerAbiTest, RuleFile) {
