@@ -9,13 +9,14 @@
 
 namespace rr::tuner::abi {
 
-rrTunerResult_t Init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, rrTunerLogger_t logFn,
-                     rrTunerNvlDomainInfo_v5_t* /*nvlDomainInfo*/, rrTunerConstants_v5_t* constants) {
+rrTunerResult_t Init(int abi_version, void** ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                     rrTunerLogger_t logFn, rrTunerNvlDomainInfo_v5_t* /*nvlDomainInfo*/,
+                     rrTunerConstants_v5_t* constants) {
   if (ctx == nullptr) return rrTunerSuccess;
   *ctx = nullptr;
   bool acquired = false;
   try {
-    auto settings = Acquire(logFn);
+    auto settings = Acquire(logFn, abi_version);
     acquired = true;
     *ctx = new CommTuner(commId, nRanks, nNodes, logFn, constants, std::move(settings));
   } catch (...) {

@@ -9,8 +9,10 @@
 
 namespace rr::tuner::abi {
 
-rrTunerResult_t Init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, rrTunerLogger_t logFn,
-                     rrTunerNvlDomainInfo_v5_t* nvlDomainInfo, rrTunerConstants_v5_t* constants);
+// abi_version: 5 or 6, the table NCCL took (for the init log line).
+rrTunerResult_t Init(int abi_version, void** ctx, uint64_t commId, size_t nRanks, size_t nNodes,
+                     rrTunerLogger_t logFn, rrTunerNvlDomainInfo_v5_t* nvlDomainInfo,
+                     rrTunerConstants_v5_t* constants);
 rrTunerResult_t GetCollInfo(void* ctx, int collType, size_t nBytes, int numPipeOps, float** collCostTable,
                             int numAlgo, int numProto, int regBuff, int* nChannels);
 rrTunerResult_t Finalize(void* ctx);

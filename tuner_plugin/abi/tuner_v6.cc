@@ -4,6 +4,11 @@
 
 namespace {
 
+rrTunerResult_t Init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, rrTunerLogger_t logFn,
+                     rrTunerNvlDomainInfo_v5_t* nvl, rrTunerConstants_v5_t* constants) {
+  return rr::tuner::abi::Init(6, ctx, commId, nRanks, nNodes, logFn, nvl, constants);
+}
+
 rrTunerResult_t GetChunkSize(void* /*ctx*/, int /*collType*/, size_t /*nBytes*/, int /*algo*/, int /*proto*/,
                              int /*nChannels*/, size_t* /*chunkSize*/) {
   return rrTunerSuccess;
@@ -12,5 +17,5 @@ rrTunerResult_t GetChunkSize(void* /*ctx*/, int /*collType*/, size_t /*nBytes*/,
 }  // namespace
 
 extern "C" __attribute__((visibility("default")))
-const rrTuner_v6_t ncclTunerPlugin_v6 = {"rerail", rr::tuner::abi::Init, rr::tuner::abi::GetCollInfo,
-                                         rr::tuner::abi::Finalize, GetChunkSize};
+const rrTuner_v6_t ncclTunerPlugin_v6 = {"rerail", Init, rr::tuner::abi::GetCollInfo, rr::tuner::abi::Finalize,
+                                         GetChunkSize};

@@ -75,9 +75,15 @@ double NetHops(int algo, size_t nnodes) {
 
 }  // namespace
 
-std::shared_ptr<const Settings> Acquire(rrTunerLogger_t log) {
+std::shared_ptr<const Settings> Acquire(rrTunerLogger_t log, int abi_version) {
   std::lock_guard<std::mutex> lk(g_mu);
-  if (g_refs++ == 0 || g_settings == nullptr) g_settings = LoadSettings(log);
+  if (g_refs++ == 0 || g_settings == nullptr) {
+    char line[160];
+    snprintf(line, sizeof(line), "rerail %s (git %s), tuner ABI v%d", RERAIL_VERSION_STRING, RERAIL_GIT_SHA,
+             abi_version);
+    LogTo(log, static_cast<int>(log::Level::kInfo), line);
+    g_settings = LoadSettings(log);
+  }
   return g_settings;
 }
 

@@ -47,7 +47,8 @@ struct Settings {
 
 // First init of the process (refcount 0 -> 1): reloads RERAIL_* and the rule file, logging problems
 // through `log`. Later inits share the result. Never fails.
-std::shared_ptr<const Settings> Acquire(rrTunerLogger_t log);
+// abi_version (5, 6; 0 in tests) goes into the one INFO line of the first init.
+std::shared_ptr<const Settings> Acquire(rrTunerLogger_t log, int abi_version = 0);
 void Release();
 
 class CommTuner {

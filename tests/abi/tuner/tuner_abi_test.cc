@@ -204,6 +204,8 @@ TEST_P(TunerAbiTest, HealthyBoardLeavesNcclChoices) {
     ExpectUnchanged(t);
   }
   EXPECT_EQ(CountLog("4/4 rails healthy (board); NCCL's choices stand"), 1) << DumpLog();
+  EXPECT_EQ(CountLog("TUNER/rerail : rerail "), 1) << DumpLog();
+  EXPECT_EQ(CountLog("tuner ABI v" + std::to_string(tuner_.version)), 1) << DumpLog();
 }
 
 TEST_P(TunerAbiTest, DegradedBoardScalesNetworkCostsAndChannels) {
