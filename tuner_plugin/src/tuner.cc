@@ -17,6 +17,12 @@ namespace {
 
 constexpr const char* kPrefix = "TUNER/rerail";
 constexpr int kMaxChannels = 64;  // NCCL's MAXCHANNELS; NCCL caps further by the comm's channels
+// NCCL 2.28.9 (topoGetAlgoInfo) drops channels while nBytes < nc x threads x thread threshold; the
+// largest product is Simple's 512 threads x 64 = 32 KiB per channel. The tuner's *nChannels REPLACES
+// that size-based count, so it is only set for messages of at least channels x 32 KiB, where NCCL
+// itself would run that many: the tuner then only lowers or aligns NCCL's count, never raises the
+// channels of a small, latency-bound message.
+constexpr size_t kBytesPerChannelFloor = 32 * 1024;
 
 std::mutex g_mu;
 int g_refs = 0;
@@ -194,7 +200,8 @@ void CommTuner::GetCollInfo(int coll, size_t nbytes, float* table, int num_algo,
         if (t > lat) t = lat + (t - lat) * cur_.scale;  // false for -1 (ignored) and NaN: untouched
       }
     }
-    if (cur_.channels > 0 && nchannels != nullptr) *nchannels = cur_.channels;
+    if (cur_.channels > 0 && nchannels != nullptr && nbytes >= static_cast<size_t>(cur_.channels) * kBytesPerChannelFloor)
+      *nchannels = cur_.channels;
   }
   const RuleSet* rs = settings_->rules.get();
   if (rs != nullptr && !rs->rules.empty()) {

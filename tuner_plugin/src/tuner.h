@@ -9,7 +9,9 @@
 //     shifts NCCL's algorithm/protocol crossovers. Entries of -1 (unsupported) are never touched,
 //     entries below lat (e.g. already forced to 0) stay as they are.
 //   * Channel count. When degraded, *nChannels = healthy rails x RERAIL_TUNER_CHANNELS_PER_RAIL (0
-//     disables), so channels divide evenly over the rails left; healthy: 0 (NCCL's choice).
+//     disables), so channels divide evenly over the rails left; healthy: 0 (NCCL's choice). Only for
+//     messages of at least that many channels x 32 KiB (NCCL would use fewer channels below that,
+//     and the tuner's value replaces NCCL's size-based count).
 //   * Rules of RERAIL_TUNER_CONFIG (rules.h), applied after the above.
 //
 // Contract

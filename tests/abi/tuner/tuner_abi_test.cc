@@ -219,6 +219,16 @@ TEST_P(TunerAbiTest, DegradedBoardScalesNetworkCostsAndChannels) {
   EXPECT_EQ(CountLog("3/4 rails healthy (board): network bandwidth terms x1.33, channels 6"), 1) << DumpLog();
 }
 
+TEST_P(TunerAbiTest, SmallMessagesKeepNcclChannelCount) {
+  MakeBoard(4, 1);
+  Init(16, 2);
+  CostTable t;
+  EXPECT_EQ(Call(&t, RR_FUNC_ALLREDUCE, 6 * 32 * 1024 - 1), 0);  // NCCL would run fewer than 6 channels
+  ExpectScaled(t, 0.75);
+  CostTable t2;
+  EXPECT_EQ(Call(&t2, RR_FUNC_ALLREDUCE, 6 * 32 * 1024), 6);
+}
+
 TEST_P(TunerAbiTest, ConstantsAreReadNeverWritten) {
   MakeBoard(4, 1);
   // NCCL's 1152-byte struct followed by bytes NCCL does not own: both must come back untouched.
