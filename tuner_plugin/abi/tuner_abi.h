@@ -12,7 +12,8 @@
 //   * getCollInfo(ctx, collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels):
 //     once per collective task at enqueue; `costTable` is really float[numAlgo][numProto] cast to
 //     float**; -1.0 marks a combination NCCL cannot use. NCCL takes the smallest non-negative entry.
-//     *nChannels comes in as 0 (keep NCCL's choice); non-zero caps the task's channels. A non-success
+//     *nChannels comes in as 0 (keep NCCL's choice); non-zero replaces NCCL's size-based channel count
+//     for the task (getAlgoInfo in 2.28.9; the comm's channel count still bounds it). A non-success
 //     result FAILS THE COLLECTIVE (2.28.9 propagates it), so rerail always returns success.
 //   * finalize(ctx): at communicator destroy.
 //   * v6 (2.30) adds getChunkSize(ctx, collType, nBytes, algo, proto, nChannels, size_t* chunkSize),
