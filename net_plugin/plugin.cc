@@ -6,6 +6,7 @@
 
 #include "rerail/auth.h"
 #include "rerail/params.h"
+#include "rerail/tuner/health_link.h"
 #include "transports/tcp/tcp.h"
 
 namespace rr::net {
@@ -22,6 +23,7 @@ constexpr int64_t kMinUserTimeoutMs = 30000;
 
 struct Ctx {
   uint32_t magic = kCtxMagic;
+  uint64_t comm_id = 0;  // registered with the tuner's health registry when non-zero
 };
 
 struct MemReg {
@@ -132,7 +134,22 @@ void Plugin::StartLinkMonitor() {
   if (!st.ok()) RR_WARN("link events disabled: %s (failures are still detected by errors and stalls)", st.ToString().c_str());
 }
 
-Status Plugin::Init(log::LoggerFn logger, rrNcclProfilerCallback_t prof, int abi_version, void** ctx) {
+int Plugin::RailStatesForTuner(void* self, uint32_t* states, int max) {
+  // Runs under the registry's lock; Finalize unregisters (taking that lock) before the board goes.
+  auto* p = static_cast<Plugin*>(self);
+  if (!p->transport_) return 0;
+  int n = std::min(p->transport_->NumDevices(), std::min(max, static_cast<int>(kMaxRails)));
+  for (int d = 0; d < n; ++d) {
+    rails::RailState s = p->board_ ? p->board_->State(d)
+                         : p->rails_.down[d].load(std::memory_order_acquire) ? rails::RailState::kFailed
+                                                                               : rails::RailState::kHealthy;
+    states[d] = static_cast<uint32_t>(s);
+  }
+  return n;
+}
+
+Status Plugin::Init(log::LoggerFn logger, rrNcclProfilerCallback_t prof, int abi_version, void** ctx,
+                    uint64_t comm_id) {
   std::lock_guard<std::mutex> lk(mu_);
   if (refs_ == 0) {
     log::SetPrefix("NET/rerail");
@@ -147,8 +164,13 @@ Status Plugin::Init(log::LoggerFn logger, rrNcclProfilerCallback_t prof, int abi
     cfg_.prof = prof_.get();
     RR_INFO(log::kFlagInit | log::kFlagNet, "profiler callback set: emitting rerail net events");
   }
-  ++refs_;
-  if (ctx != nullptr) *ctx = new Ctx();
+  if (refs_++ == 0) tuner::RegisterRailSource(0, &Plugin::RailStatesForTuner, this);
+  if (ctx != nullptr) {
+    auto* c = new Ctx();
+    c->comm_id = comm_id;
+    if (comm_id != 0) tuner::RegisterRailSource(comm_id, &Plugin::RailStatesForTuner, this);
+    *ctx = c;
+  }
   return Status::Ok();
 }
 
@@ -170,6 +192,7 @@ Status Plugin::Finalize(void* ctx) {
     auto* c = static_cast<Ctx*>(ctx);
     if (c->magic != kCtxMagic) return Status::Internal("finalize with a context rerail did not create");
     c->magic = 0;
+    if (c->comm_id != 0) tuner::UnregisterRailSource(c->comm_id);
     delete c;
   }
   if (refs_ == 0) {
@@ -178,6 +201,7 @@ Status Plugin::Finalize(void* ctx) {
     return Status::Internal("finalize without a matching init");
   }
   if (--refs_ == 0) {
+    tuner::UnregisterRailSource(0);
     ReleaseAll();
     if (monitor_) monitor_->Stop();
     monitor_.reset();

@@ -46,7 +46,10 @@ class Plugin {
  public:
   static Plugin& Get();
 
-  Status Init(log::LoggerFn logger, rrNcclProfilerCallback_t prof, int abi_version, void** ctx);
+  // comm_id: NCCL's commHash (v11/v12 init; 0 for v10). The rail health of this process is published
+  // to the tuner's in-process registry (rerail/tuner/health_link.h) for comm_id and for 0 (every comm).
+  Status Init(log::LoggerFn logger, rrNcclProfilerCallback_t prof, int abi_version, void** ctx,
+              uint64_t comm_id = 0);
   Status Finalize(void* ctx);
   Status Devices(int* ndev);
   Status GetProperties(int dev, rrNcclNetProperties_v12_t* props);
@@ -70,6 +73,8 @@ class Plugin {
   void StartLinkMonitor();
   void StartBoard();
   void OnLinkEvent(const rails::LinkEvent& ev);
+  // The tuner's in-process source: board states when there is a board, else link up/down per device.
+  static int RailStatesForTuner(void* self, uint32_t* states, int max);
   void ReleaseAll();
   Status CheckDev(int dev) const;
   std::vector<LinkPlan> PlanLinks(int dev, const Handle& h) const;

@@ -4,9 +4,9 @@
 namespace {
 using namespace rr::net::abi;
 
-rrNcclResult_t Init(void** ctx, uint64_t /*commId*/, rrNcclNetCommConfig_t* /*config*/, rrNcclDebugLogger_t log,
+rrNcclResult_t Init(void** ctx, uint64_t commId, rrNcclNetCommConfig_t* /*config*/, rrNcclDebugLogger_t log,
                     rrNcclProfilerCallback_t prof) {
-  return Call("init", [&] { return P().Init(log, prof, 12, ctx); });
+  return Call("init", [&] { return P().Init(log, prof, 12, ctx, commId); });
 }
 rrNcclResult_t Devices(int* n) { return Call("devices", [&] { return P().Devices(n); }); }
 rrNcclResult_t GetProperties(int dev, rrNcclNetProperties_v12_t* props) {

@@ -49,6 +49,16 @@
   RR_PARAM(ProfileFlushS, "PROFILE_FLUSH_S", kInt, "0", "s", "0:86400", "Also write outputs every N seconds (0: only at finalize)") \
   RR_PARAM(ProfileRing, "PROFILE_RING", kInt, "32768", "records", "1024:16777216",                       \
            "Per-thread profiler ring (128 B records, rounded up to a power of 2); when full, records are dropped and counted") \
+  /* tuner */                                                                                              \
+  RR_PARAM(TunerEnable, "TUNER_ENABLE", kBool, "1", "", "", "0: the tuner plugin loads but leaves every NCCL choice alone") \
+  RR_PARAM(TunerRefreshMs, "TUNER_REFRESH_MS", kInt, "100", "ms", "0:60000",                              \
+           "How often the tuner re-reads rail health (0: on every collective)")                           \
+  RR_PARAM(TunerChannelsPerRail, "TUNER_CHANNELS_PER_RAIL", kInt, "2", "channels", "0:64",                  \
+           "When rails are lost, the tuner caps a collective's channels at healthy rails x this (0: never sets channels)") \
+  RR_PARAM(TunerConfig, "TUNER_CONFIG", kString, "", "", "",                                                \
+           "Optional tuner rule file (format in tuner_plugin/README.md); malformed lines are logged and ignored") \
+  RR_PARAM(TunerBoard, "TUNER_BOARD", kString, "", "", "",                                                  \
+           "Rail-health board the tuner reads; empty: <RERAIL_BOARD_DIR>/rerail-board.<pid>.net (this process's net plugin)") \
   /* bootstrap */                                                                                          \
   RR_PARAM(Hosts, "HOSTS", kString, "", "", "", "Job hosts: comma list or Slurm node list (gpu[001-004,010]); alias SLURM_JOB_NODELIST") \
   RR_PARAM(RanksPerHost, "RANKS_PER_HOST", kInt, "0", "ranks", "0:65536", "Ranks on each host of the bootstrap plan (alias N_PROC_PER_NODE); 0 = unset (1)") \

@@ -140,6 +140,14 @@ Status BoardWriter::AddRail(const std::string& name, int* index) {
   return Status::Ok();
 }
 
+RailState BoardWriter::State(int rail) const {
+  const auto* h = static_cast<const BoardHeader*>(base_);
+  if (h == nullptr || rail < 0 || static_cast<uint32_t>(rail) >= h->num_rails.load(std::memory_order_acquire))
+    return RailState::kPermanentlyFailed;
+  const auto* slots = reinterpret_cast<const RailSlot*>(static_cast<const char*>(base_) + sizeof(BoardHeader));
+  return static_cast<RailState>(slots[rail].state.load(std::memory_order_relaxed));
+}
+
 RailSlot* BoardWriter::Slot(int rail) {
   auto* h = static_cast<BoardHeader*>(base_);
   if (rail < 0 || static_cast<uint32_t>(rail) >= h->num_rails.load(std::memory_order_acquire)) {

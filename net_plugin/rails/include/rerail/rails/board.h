@@ -59,6 +59,9 @@ class BoardWriter {
   void CountFailback(int rail);
   void CountLinkDown(int rail);
   void Touch();  // refresh the heartbeat without changing anything
+  // The state this board shows for `rail` (one atomic load; kPermanentlyFailed for an index out of
+  // range). For readers in the publishing process (the tuner in the net plugin's library).
+  RailState State(int rail) const;
 
   const std::string& path() const { return path_; }
   int num_rails() const;
