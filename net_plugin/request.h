@@ -55,6 +55,7 @@ class RequestPool {
     r->state = ReqState::kPending;
     r->is_send = is_send;
     r->size = 0;
+    r->seq = 0;
     r->slot = nullptr;
     r->prof = nullptr;
     return r;

@@ -55,8 +55,8 @@ TEST(ManyComms, ThousandsOfCommsOnEveryRailLeaveNoDescriptorOrThread) {
     ASSERT_EQ(plugin->Listen(ctx, i % ndev, h, &c.listen), rrNcclSuccess) << i;
     rr::Deadline dl = rr::Deadline::AfterMs(20000);
     while ((c.send == nullptr || c.recv == nullptr) && !dl.Expired()) {
-      if (c.send == nullptr) ASSERT_EQ(plugin->Connect(ctx, i % ndev, h, &c.send), rrNcclSuccess) << i;
-      if (c.recv == nullptr) ASSERT_EQ(plugin->Accept(c.listen, &c.recv), rrNcclSuccess) << i;
+      if (c.send == nullptr) { ASSERT_EQ(plugin->Connect(ctx, i % ndev, h, &c.send), rrNcclSuccess) << i; }
+      if (c.recv == nullptr) { ASSERT_EQ(plugin->Accept(c.listen, &c.recv), rrNcclSuccess) << i; }
     }
     ASSERT_TRUE(c.send != nullptr && c.recv != nullptr) << "comm " << i << " did not connect";
   }
@@ -72,10 +72,10 @@ TEST(ManyComms, ThousandsOfCommsOnEveryRailLeaveNoDescriptorOrThread) {
     rr::Deadline dl = rr::Deadline::AfterMs(20000);
     int sd = 0, rd = 0;
     while ((!sd || !rd) && !dl.Expired()) {
-      if (sr == nullptr) ASSERT_EQ(plugin->Isend(conns[i].send, &src, sizeof(src), 0, nullptr, nullptr, &sr), rrNcclSuccess);
-      if (rr_ == nullptr) ASSERT_EQ(plugin->Irecv(conns[i].recv, 1, &dptr, sizes, tags, mh, nullptr, &rr_), rrNcclSuccess);
-      if (sr != nullptr && !sd) ASSERT_EQ(plugin->Test(sr, &sd, nullptr), rrNcclSuccess);
-      if (rr_ != nullptr && !rd) ASSERT_EQ(plugin->Test(rr_, &rd, nullptr), rrNcclSuccess);
+      if (sr == nullptr) { ASSERT_EQ(plugin->Isend(conns[i].send, &src, sizeof(src), 0, nullptr, nullptr, &sr), rrNcclSuccess); }
+      if (rr_ == nullptr) { ASSERT_EQ(plugin->Irecv(conns[i].recv, 1, &dptr, sizes, tags, mh, nullptr, &rr_), rrNcclSuccess); }
+      if (sr != nullptr && !sd) { ASSERT_EQ(plugin->Test(sr, &sd, nullptr), rrNcclSuccess); }
+      if (rr_ != nullptr && !rd) { ASSERT_EQ(plugin->Test(rr_, &rd, nullptr), rrNcclSuccess); }
     }
     ASSERT_EQ(dst, i);
     v += dst == i;
