@@ -46,24 +46,32 @@ std::vector<int> signature(const Fabric& f, int n) {
 }  // namespace
 
 std::vector<int> assign_channels(const Fabric& f, int node, int channels) {
-  std::vector<int> map(channels, -1);
-  std::vector<double> load(f.rails, 0);
+  // Target count per rail proportional to its bandwidth (largest remainder, ties to the lowest rail);
+  // channels keep their preferred rail c % rails while it has room, the rest fill rails with room.
+  std::vector<int> map(channels, -1), target(f.rails, 0);
+  double total = 0;
+  for (int r = 0; r < f.rails; ++r) total += std::max(0.0, f.bw_at(node, r));
+  if (total <= 0) return map;
+  std::vector<std::pair<double, int>> rem;
+  int given = 0;
+  for (int r = 0; r < f.rails; ++r) {
+    double share = channels * std::max(0.0, f.bw_at(node, r)) / total;
+    target[r] = static_cast<int>(share);
+    given += target[r];
+    if (f.bw_at(node, r) > 0) rem.push_back({-(share - target[r]), r});
+  }
+  std::stable_sort(rem.begin(), rem.end());
+  for (size_t k = 0; given < channels; k = (k + 1) % rem.size(), ++given) target[rem[k].second] += 1;
+  std::vector<int> load(f.rails, 0);
   for (int c = 0; c < channels; ++c) {
     int r = c % f.rails;
-    if (f.bw_at(node, r) > 0) { map[c] = r; load[r] += 1; }
+    if (load[r] < target[r]) { map[c] = r; ++load[r]; }
   }
-  for (int c = 0; c < channels; ++c) {
+  for (int c = 0, r = 0; c < channels; ++c) {
     if (map[c] >= 0) continue;
-    int pick = -1;
-    double pick_t = std::numeric_limits<double>::infinity();
-    for (int r = 0; r < f.rails; ++r) {
-      double b = f.bw_at(node, r);
-      if (b <= 0) continue;
-      double t = (load[r] + 1) / b;
-      if (t < pick_t) { pick_t = t; pick = r; }
-    }
-    map[c] = pick;  // -1 stays when the node has no live rail
-    if (pick >= 0) load[pick] += 1;
+    while (load[r] >= target[r]) ++r;
+    map[c] = r;
+    ++load[r];
   }
   return map;
 }

@@ -32,8 +32,8 @@ struct Plan {
   double cost = 0;                     // bottleneck time per unit of channel data (lower is better)
 };
 
-// Channel -> rail map of one node: channel c prefers rail c % rails; a channel whose rail is dead goes
-// to the live rail with the least (load+1)/bw, ties to the lowest rail. Deterministic, so two nodes with
+// Channel -> rail map of one node: each rail gets a channel count proportional to its bandwidth (dead
+// rails none); channel c keeps rail c % rails while that rail has room, the others fill the rest in order. Deterministic, so two nodes with
 // the same failure signature get the same map (aligned: no spine crossing between them).
 std::vector<int> assign_channels(const Fabric& f, int node, int channels);
 
