@@ -6,3 +6,5 @@ rerail_gtest(test_plan_graph_xml SOURCES ${CMAKE_CURRENT_LIST_DIR}/plan_graph_xm
              LIBS rerail_plan_lib GTest::gtest LABELS unit TIMEOUT 60)
 add_test(NAME plan_cli_file COMMAND ${CMAKE_CURRENT_LIST_DIR}/plan/cli_test.sh $<TARGET_FILE:rerail-plan>)
 set_tests_properties(plan_cli_file PROPERTIES TIMEOUT 60 LABELS unit)
+add_test(NAME plan_sim_smoke COMMAND ${CMAKE_CURRENT_LIST_DIR}/plan/sim_test.sh $<TARGET_FILE:rerail-sim>)
+set_tests_properties(plan_sim_smoke PROPERTIES TIMEOUT 120 LABELS unit)
