@@ -3,7 +3,7 @@
 # re-ranking is never below rank order and never above the bound.
 set -euo pipefail
 bin=$1; dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
-"$bin" --nodes 8 32 --trials 2 --spine-frac 0.02 --csv "$dir/sim.csv" > /dev/null
+"$bin" --nodes 8 32 --trials 2 --csv "$dir/sim.csv" > /dev/null
 python3 - "$dir/sim.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
