@@ -58,7 +58,7 @@ Result evaluate(const Fabric& f, const Fabric& healthy, int channels) {
   res.pair = pair_dead ? 0 : t0 / ring_cost(f, id, pm);
   Plan naive = naive_plan(f, channels);
   res.redist = std::isinf(naive.cost) ? 0 : t0 / naive.cost;
-  Plan h = heuristic_plan(f, channels, 4);
+  Plan h = heuristic_plan(f, channels, f.nodes <= 128 ? 4 : 0);  // 2-opt is O(N^3 C) per pass
   res.rerank = std::isinf(h.cost) ? 0 : t0 / h.cost;
   double worst = 1;
   for (int n = 0; n < f.nodes; ++n) {
