@@ -123,3 +123,38 @@ TEST(PlanGraphXml, SchemaCheckCatchesBrokenXml) {
   EXPECT_THROW(plan::graph_xml([] { planner::Fabric g; g.nodes = 1; g.rails = 11; g.bw.assign(11, 1); return g; }(),
                                p, 0, 2), std::invalid_argument);
 }
+
+// Live boards: two boards (two nodes), node 1 lost rail 2; the fabric and a plan avoid it.
+#include <cstdlib>
+#include <unistd.h>
+
+#include "board_input.h"
+#include "rerail/rails/board.h"
+
+TEST(PlanBoards, FabricFromLiveBoards) {
+  char tmpl[] = "/tmp/rrplan-board-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  {
+    std::unique_ptr<rr::rails::BoardWriter> a, b;
+    ASSERT_TRUE(rr::rails::BoardWriter::Create("n0", &a, dir).ok());
+    ASSERT_TRUE(rr::rails::BoardWriter::Create("n1", &b, dir).ok());
+    for (int r = 0; r < 4; ++r) {
+      int i = -1;
+      ASSERT_TRUE(a->AddRail("rail" + std::to_string(r), &i).ok());
+      ASSERT_TRUE(b->AddRail("rail" + std::to_string(r), &i).ok());
+    }
+    b->SetState(2, rr::rails::RailState::kFailed, rr::rails::RailEvent::kLinkDown);
+    a->SetBandwidth(1, 12500000000ull);  // 100 Gbps estimate
+    planner::Fabric f = plan::fabric_from_boards(dir, 400, 100);
+    ASSERT_EQ(f.nodes, 2);
+    ASSERT_EQ(f.rails, 4);
+    EXPECT_DOUBLE_EQ(f.bw_at(0, 0), 400);
+    EXPECT_DOUBLE_EQ(f.bw_at(0, 1), 100);
+    EXPECT_DOUBLE_EQ(f.bw_at(1, 2), 0);
+    auto p = planner::heuristic_plan(f, 8);
+    for (int r : p.rail[1]) EXPECT_NE(r, 2);
+  }
+  std::system(("rm -rf " + dir).c_str());
+  EXPECT_THROW(plan::fabric_from_boards("/nonexistent-rrplan", 400, 0), std::runtime_error);
+}

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "board_input.h"
 #include "graph_xml.h"
 #include "rerail/planner.h"
 
@@ -16,24 +17,35 @@ using namespace rerail;
 
 int main(int argc, char** argv) {
   CLI::App app{"rerail-plan: ring re-ranking and NCCL graph files around failed NICs"};
-  std::string in, graph_dir;
+  std::string in, graph_dir, boards;
+  double nic_gbps = 400, uplink = 0;
   int channels = 0, gpus = 0;
   bool exact = false;
-  app.add_option("-i,--input", in, "fabric JSON file")->required()->check(CLI::ExistingFile);
+  auto* in_opt = app.add_option("-i,--input", in, "fabric JSON file")->check(CLI::ExistingFile);
+  auto* b_opt = app.add_option("--boards", boards, "read live rail-health boards in this dir (read-only)")
+                    ->check(CLI::ExistingDirectory);
+  in_opt->excludes(b_opt);
+  app.add_option("--nic-gbps", nic_gbps, "with --boards: rail bandwidth when a board has no estimate");
+  app.add_option("--uplink-gbps", uplink, "with --boards: rail-switch uplink to the spine");
   app.add_option("-c,--channels", channels, "channels (default: rails)");
   app.add_option("--gpus", gpus, "GPUs per node for the graph XML (default: rails)");
   app.add_option("--graph-dir", graph_dir, "write node-<n>.xml NCCL_GRAPH_FILEs here")->check(CLI::ExistingDirectory);
   app.add_flag("--exact", exact, "exhaustive search (<= 9 nodes)");
   CLI11_PARSE(app, argc, argv);
   try {
-    json j = json::parse(std::ifstream(in));
+    if (in.empty() && boards.empty()) throw std::invalid_argument("give --input or --boards");
     planner::Fabric f;
+    if (!boards.empty()) {
+      f = plan::fabric_from_boards(boards, nic_gbps, uplink);
+    } else {
+    json j = json::parse(std::ifstream(in));
     f.rails = j.at("rails").get<int>();
     f.uplink_gbps = j.value("uplink_gbps", 0.0);
     for (auto& row : j.at("bw")) {
       if (static_cast<int>(row.size()) != f.rails) throw std::invalid_argument("bw row length != rails");
       for (auto& v : row) f.bw.push_back(v.get<double>());
       ++f.nodes;
+    }
     }
     if (channels <= 0) channels = f.rails;
     if (gpus <= 0) gpus = f.rails;
