@@ -6,17 +6,17 @@
 # The model's spine is made non-limiting: on this fabric rerail stripes a connection over the rails
 # both ends still have, which the per-node channel maps approximate with free cross-rail hops.
 # Needs root (network namespaces). Env: BUILD_DIR (build), RATE (200mbit), SIZE (32M),
-# DURATION (s per run, 8), RERAIL_NETNS_PREFIX (rrcal), OUT (calib-out). Not run by ctest.
+# DURATION (s per run, 8), RERAIL_NETNS_PREFIX (rrcal), OUT (BUILD_DIR/calib-out). Not run by ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}; RATE=${RATE:-200mbit}; SIZE=${SIZE:-32M}; DURATION=${DURATION:-8}
-OUT=${OUT:-calib-out}; export RERAIL_NETNS_PREFIX=${RERAIL_NETNS_PREFIX:-rrcal}
+OUT=${OUT:-$BUILD_DIR/calib-out}; export RERAIL_NETNS_PREFIX=${RERAIL_NETNS_PREFIX:-rrcal}
 HOSTS=4; NRAILS=4; CHANNELS=56
 PERF=$BUILD_DIR/tools/rerail-perf/rerail-perf
 PLAN=$BUILD_DIR/tools/rerail-plan
 PLUGIN=$BUILD_DIR/net_plugin/libnccl-net-rerail.so
 RAILS="bash scripts/netns-rails.sh"
-for f in "$PERF" "$PLAN/rerail-plan" "$PLUGIN"; do
+for f in "$PERF" "$PLAN" "$PLUGIN"; do
   [ -e "$f" ] || { echo "calibrate-sim: build first: $f missing (targets rerail-perf rerail-plan nccl-net-rerail)" >&2; exit 2; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "calibrate-sim: must run as root" >&2; exit 2; }
@@ -38,18 +38,18 @@ setup() {  # scenario -> rails all at RATE, then the scenario's fault on host 0 
   esac
 }
 
-measure() {  # -> busbw (Gbps) of the largest size, out-of-place
+measure() {  # -> busbw (rerail-perf busbw_gbps) of the largest size, out-of-place
   RERAIL_TCP_IFNAME=rail "$PERF" all_reduce --plugin "$PLUGIN" --hosts $HOSTS -N $HOSTS -C $NRAILS \
     -b "$SIZE" -e "$SIZE" --duration "$DURATION" --no-progress --timeout $((DURATION * 4 + 120)) \
     -J "$OUT/$1.json" >"$OUT/$1.txt" 2>"$OUT/$1.log"
-  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1])) if x["placement"]=="out-of-place"]; print(r[-1]["busbw_gbps"])' "$OUT/$1.json"
+  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["results"] if x["placement"]=="out-of-place"]; print(r[-1]["busbw_gbps"])' "$OUT/$1.json"
 }
 
 simulate() {  # -> planned cost of the scenario's fabric with rerail-plan (same cost model as rerail-sim)
   local b="[1,1,1,1]" h1="[1,1,1,1]"
   case $1 in rail-down) h1="[1,0,1,1]" ;; slow-rail) h1="[1,0.5,1,1]" ;; esac
   echo "{\"rails\":4,\"uplink_gbps\":1e9,\"bw\":[$h1,$b,$b,$b]}" >"$OUT/$1.fabric.json"
-  "$PLAN/rerail-plan" -i "$OUT/$1.fabric.json" -c $CHANNELS --exact |
+  "$PLAN" -i "$OUT/$1.fabric.json" -c $CHANNELS --exact |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["cost_planned"])'
 }
 
@@ -59,7 +59,7 @@ for s in healthy rail-down slow-rail; do
   bus[$s]=$(measure $s)
   cost[$s]=$(simulate $s)
 done
-printf '%-10s %14s %14s %15s %12s\n' scenario busbw_gbps measured_ratio simulated_ratio sim/measured
+printf '%-10s %14s %14s %15s %12s\n' scenario busbw measured_ratio simulated_ratio sim/measured
 for s in healthy rail-down slow-rail; do
   python3 -c 'import sys; b,b0,c,c0=map(float,sys.argv[2:]); m=b/b0; s=c0/c; print("%-10s %14.3f %14.3f %15.3f %12.3f" % (sys.argv[1], b, m, s, s/m if m else float("nan")))' \
     $s "${bus[$s]}" "${bus[healthy]}" "${cost[$s]}" "${cost[healthy]}"
