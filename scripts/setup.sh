@@ -11,6 +11,7 @@ PKGS=(
   libnl-3-dev libnl-route-3-dev libhwloc-dev libibverbs-dev
   libcli11-dev nlohmann-json3-dev libxxhash-dev
   libssl-dev
+  clang libclang-rt-14-dev
   iproute2 iptables procps psmisc
   iperf3 sockperf
   python3 python3-matplotlib

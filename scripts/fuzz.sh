@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz, clang, build-fuzz/) and runs each on a scratch copy of its
+# committed corpus, printing execs/s and totals per target.
+#   scripts/fuzz.sh [--seconds S | --runs N] [target-regex]     (default: --seconds 30, all targets)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+limit="-max_total_time=30"
+filter="."
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --seconds) limit="-max_total_time=$2"; shift 2 ;;
+    --runs) limit="-runs=$2"; shift 2 ;;
+    -h|--help) sed -n 2,4p "$0"; exit 0 ;;
+    *) filter="$1"; shift ;;
+  esac
+done
+export CCACHE_DIR=${CCACHE_DIR:-/work/.ccache}
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DRERAIL_FUZZ=ON -DRERAIL_BUILD_TESTS=OFF \
+  -DRERAIL_ENABLE_CUDA=OFF "${launcher[@]}" >/dev/null
+targets=$(cd tests/fuzz && ls fuzz_*.cc | sed 's/\.cc$//' | grep -E "$filter")
+nice cmake --build build-fuzz -j2 --target $targets
+fail=0
+printf '%-18s %12s %10s %8s %6s\n' target execs execs/s seconds crash
+for t in $targets; do
+  name=${t#fuzz_}
+  work=build-fuzz/tests/fuzz/$name/work
+  rm -rf "$work" && mkdir -p "$work" && cp -r "tests/fuzz/corpus/$name/." "$work/"
+  log=build-fuzz/tests/fuzz/$name/fuzz.log
+  start=$(date +%s.%N)
+  rc=0
+  (cd "build-fuzz/tests/fuzz/$name" && "../$t" $limit -print_final_stats=1 work) >"$log" 2>&1 || rc=$?
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(awk -v n="${execs:-0}" -v s="$secs" 'BEGIN{printf "%d", (s > 0 ? n / s : 0)}')
+  crash=no
+  if [[ $rc -ne 0 ]]; then crash=YES; fail=1; fi
+  printf '%-18s %12s %10s %8.1f %6s\n' "$name" "${execs:-?}" "${rate:-?}" "$secs" "$crash"
+  [[ $rc -ne 0 ]] && grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5
+done
+exit $fail
