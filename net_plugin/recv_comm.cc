@@ -104,6 +104,7 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now, bool* progressed) {
         if (a.kind == RxAction::kNone) continue;
         s.phase = Phase::kPayload;
         s.dst = a.kind == RxAction::kDiscard ? nullptr : a.dst;
+        if (stager_) s.dst = stager_->Divert(idx * 256 + i, s.dst, a.len);  // issue 13: read into a slot
         s.remaining = a.len;
         continue;
       }
@@ -130,6 +131,7 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now, bool* progressed) {
     *progressed = true;
     if (s.phase == Phase::kPayload && s.remaining == 0) {
       s.phase = Phase::kHeader;
+      if (stager_) stager_->Land(idx * 256 + i);  // unpack the slot into the posted buffer first
       core_.OnPayload(now, idx, i);
       Sync();
     }

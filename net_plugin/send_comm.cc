@@ -211,6 +211,7 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
     TxStream& s = l.tx[i];
     if (!s.busy) {
       if (!core_.NextTx(now, idx, &s.f)) return;
+      if (stager_) s.f.payload = stager_->Pack(idx * 256 + i, s.f.payload, s.f.hdr.len);  // issue 13
       s.busy = true;
       s.done = 0;
     }

@@ -68,5 +68,6 @@
   RR_PARAM(JobSecret, "JOB_SECRET", kString, "", "", "", "Secret shared by the job: hellos of net links and bootstrap requests then carry an HMAC-SHA256 keyed by it and peers without it are rejected; never printed") \
   RR_PARAM(Rootless, "ROOTLESS", kBool, "0", "", "", "Ask frameworks to use rootless, store-less init (alias HPCT_USE_ROOTLESS)") \
   RR_PARAM(BootTimeoutMs, "BOOT_TIMEOUT_MS", kInt, "120000", "ms", "100:86400000", "Deadline of the rootless exchange (peers are retried until then)") \
-  RR_PARAM(NcclLib, "NCCL_LIB", kString, "libnccl.so.2", "", "", "libnccl the bootstrap resolves at run time (dlopen name or path)")
+  RR_PARAM(NcclLib, "NCCL_LIB", kString, "libnccl.so.2", "", "", "libnccl the bootstrap resolves at run time (dlopen name or path)") \
+  RR_PARAM(ForceStaging, "FORCE_STAGING", kBool, "0", "", "", "Send and receive every chunk through the CPU staging backend (bounce slots, copy thread); for tests of the staged path")
 // NOLINTEND

@@ -1,0 +1,101 @@
+#include "staging/copy_engine.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace rr::staging {
+
+CpuCopyEngine::CpuCopyEngine() : thread_([this] { Run(); }) {}
+
+CpuCopyEngine::~CpuCopyEngine() {
+  Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+HostMemory CpuCopyEngine::AllocHost(std::size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) & ~std::size_t(63));
+  return HostMemory{p, [](void* q) { std::free(q); }};
+}
+
+Status CpuCopyEngine::Submit(const CopyJob& job) {
+  if (!job.flag || (job.bytes > 0 && (!job.dst || !job.src)))
+    return Status::InvalidArg("staging: copy job without buffers or flag");
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) return Status::Internal("staging: copy submitted to a stopped cpu engine");
+    queue_.push_back(job);
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+void CpuCopyEngine::Stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+}
+
+void CpuCopyEngine::Run() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;   // stopping and drained
+    CopyJob j = queue_.front();
+    queue_.pop_front();
+    lk.unlock();
+    if (j.bytes) std::memcpy(j.dst, j.src, j.bytes);
+    j.flag->store(j.value, std::memory_order_release);
+    done_.fetch_add(1, std::memory_order_relaxed);
+    lk.lock();
+  }
+}
+
+CudaProbe ProbeCuda() {
+  CudaProbe r;
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    r.why = e ? e : "dlopen(libcuda.so.1) failed";
+    return r;
+  }
+  using InitFn = int (*)(unsigned);
+  using CountFn = int (*)(int*);
+  auto init = reinterpret_cast<InitFn>(dlsym(h, "cuInit"));
+  auto count = reinterpret_cast<CountFn>(dlsym(h, "cuDeviceGetCount"));
+  int n = 0;
+  if (!init || !count) {
+    r.why = "libcuda.so.1 lacks cuInit/cuDeviceGetCount";
+  } else if (int e = init(0)) {
+    r.why = "cuInit: error " + std::to_string(e);
+  } else if (int e2 = count(&n)) {
+    r.why = "cuDeviceGetCount: error " + std::to_string(e2);
+  } else if (n == 0) {
+    r.why = "no CUDA device";
+  } else {
+    r.available = true;
+  }
+  // The handle stays open: the driver must not be unloaded under a live context.
+  return r;
+}
+
+StagingMode ChooseStaging(bool gpu_buffer, bool link_gpu_direct, bool cuda_available, bool force) {
+  if (force && !gpu_buffer) return StagingMode::kCpu;   // memcpy cannot read GPU memory
+  if (!gpu_buffer || (link_gpu_direct && !force)) return StagingMode::kDirect;
+  return cuda_available ? StagingMode::kCuda : StagingMode::kImpossible;
+}
+
+const char* StagingModeName(StagingMode m) {
+  switch (m) {
+    case StagingMode::kDirect: return "direct";
+    case StagingMode::kCpu: return "cpu";
+    case StagingMode::kCuda: return "cuda";
+    case StagingMode::kImpossible: return "impossible";
+  }
+  return "?";
+}
+
+}  // namespace rr::staging
