@@ -55,7 +55,7 @@
 #include "core/core.h"
 #include "listen_hub.h"
 #include "request.h"
-#include "staging/forced_stager.h"
+#include "staging/stager.h"
 #include "transport.h"
 
 namespace rr::net {
@@ -196,7 +196,7 @@ class SendComm final : public Comm, private CoreObserver {
   ConnConfig cfg_;
   Nonce nonce_;
   std::vector<TxLink> links_;
-  std::unique_ptr<staging::ForcedStager> stager_ = staging::ForcedStager::FromParams();  // RERAIL_FORCE_STAGING
+  std::unique_ptr<staging::Stager> stager_ = staging::Stager::FromParams();  // GPU buffers, RERAIL_FORCE_STAGING
   SendCore core_;
   std::vector<LinkSample> samples_;
   int last_failed_rail_ = -1;
@@ -246,7 +246,7 @@ class RecvComm final : public Comm, private CoreObserver {
   std::unique_ptr<Listener> listener_;  // kept for re-connections of failed rails
   std::vector<RxLink> links_;
   std::vector<uint8_t> scratch_;  // sink for dropped payloads
-  std::unique_ptr<staging::ForcedStager> stager_ = staging::ForcedStager::FromParams();  // RERAIL_FORCE_STAGING
+  std::unique_ptr<staging::Stager> stager_ = staging::Stager::FromParams();  // GPU buffers, RERAIL_FORCE_STAGING
   std::vector<LinkSample> samples_;
   uint64_t next_listen_poll_ns_ = 0;
 };

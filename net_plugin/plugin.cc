@@ -7,6 +7,8 @@
 #include "rerail/auth.h"
 #include "rerail/params.h"
 #include "rerail/tuner/health_link.h"
+#include "staging/cuda_driver.h"
+#include "staging/stager.h"
 #include "transports/tcp/tcp.h"
 
 namespace rr::net {
@@ -84,6 +86,7 @@ Status Plugin::FirstInit(int abi_version) {
   if (Params::Bool(ParamId::Board)) StartBoard();
   cfg_.board = board_.get();
   if (Params::Bool(ParamId::LinkEvents)) StartLinkMonitor();
+  OfferGpuBuffers();
   std::ostringstream names;
   for (int i = 0; i < transport_->NumDevices(); ++i) names << (i ? "," : "") << transport_->Device(i).name;
   RR_INFO(log::kFlagInit | log::kFlagNet,
@@ -92,6 +95,24 @@ Status Plugin::FirstInit(int abi_version) {
           cfg_.policy == Policy::kFailover ? "failover" : "stripe", cfg_.streams, cfg_.chunk,
           static_cast<unsigned long>(nofile));
   return Status::Ok();
+}
+
+// GPU buffers (issue 13): offered only on request (RERAIL_GPU_BUFFERS=1, or RERAIL_FORCE_STAGING=1)
+// and only where the CUDA driver works; their chunks are staged through host slots (staging/).
+void Plugin::OfferGpuBuffers() {
+  bool asked = Params::Bool(ParamId::GpuBuffers);
+  auto& gpu = staging::GpuBuffers::Get();
+  gpu.SetOffered(false);
+  if (!asked && !Params::Bool(ParamId::ForceStaging)) return;
+  const staging::CudaDriver& d = staging::CudaDriver::Get();
+  if (!d.available()) {
+    if (asked) RR_WARN("RERAIL_GPU_BUFFERS=1 but GPU buffers not offered (ptrSupport stays HOST): CUDA driver unusable: %s", d.why().c_str());
+    else RR_INFO(log::kFlagInit | log::kFlagNet, "GPU buffers not offered (no usable CUDA driver: %s)", d.why().c_str());
+    return;
+  }
+  gpu.SetOffered(true);
+  RR_INFO(log::kFlagInit | log::kFlagNet,
+          "GPU buffers offered (ptrSupport HOST|CUDA): chunks of GPU memory are staged through host slots by the CUDA driver");
 }
 
 void Plugin::OnLinkEvent(const rails::LinkEvent& ev) {
@@ -238,7 +259,7 @@ Status Plugin::GetProperties(int dev, rrNcclNetProperties_v12_t* p) {
   p->name = const_cast<char*>(d.name.c_str());
   p->pciPath = d.pci_path.empty() ? nullptr : const_cast<char*>(d.pci_path.c_str());
   p->guid = d.guid;
-  p->ptrSupport = RR_NCCL_PTR_HOST;
+  p->ptrSupport = RR_NCCL_PTR_HOST | (staging::GpuBuffers::Get().offered() ? RR_NCCL_PTR_CUDA : 0);
   p->regIsGlobal = 0;
   p->forceFlush = 0;
   p->speed = d.speed_mbps;
@@ -347,11 +368,18 @@ Status Plugin::RegMr(void* comm, void* data, size_t size, int type, void** mhand
   if (comm == nullptr) return Status::Internal("regMr on a NULL comm");
   uint32_t m = static_cast<Comm*>(comm)->magic();
   if (m != kSendCommMagic && m != kRecvCommMagic) return Status::Internal("regMr on an object that is not a rerail comm");
-  if (type != RR_NCCL_PTR_HOST) {
-    return Status::Internal("regMr type " + std::to_string(type) +
-                            ": rerail's TCP transport supports host memory only (ptrSupport = NCCL_PTR_HOST)");
+  bool gpu = type == RR_NCCL_PTR_CUDA && staging::GpuBuffers::Get().offered();
+  if (type != RR_NCCL_PTR_HOST && !gpu) {
+    return Status::Internal("regMr type " + std::to_string(type) + ": rerail offers " +
+                            (staging::GpuBuffers::Get().offered() ? "host and CUDA memory" : "host memory only") +
+                            " (RERAIL_GPU_BUFFERS=1 and a working CUDA driver offer CUDA memory)");
   }
   if (data == nullptr && size > 0) return Status::Internal("regMr of NULL");
+  void* ctx = nullptr;
+  if (gpu) {
+    RR_CHECK(staging::CudaDriver::Get().ContextFor(data, &ctx));
+    staging::GpuBuffers::Get().Add(data, size, ctx);
+  }
   auto* mr = new MemReg();
   mr->data = data;
   mr->size = size;
@@ -364,6 +392,7 @@ Status Plugin::DeregMr(void* /*comm*/, void* mhandle) {
   if (mhandle == nullptr) return Status::Ok();
   auto* mr = static_cast<MemReg*>(mhandle);
   if (mr->magic != kMrMagic) return Status::Internal("deregMr of a handle rerail did not create");
+  if (mr->type == RR_NCCL_PTR_CUDA) staging::GpuBuffers::Get().Remove(mr->data, mr->size);
   mr->magic = 0;
   delete mr;
   return Status::Ok();

@@ -71,6 +71,7 @@ class Plugin {
   Plugin() = default;
   Status FirstInit(int abi_version);
   void StartLinkMonitor();
+  void OfferGpuBuffers();
   void StartBoard();
   void OnLinkEvent(const rails::LinkEvent& ev);
   // The tuner's in-process source: board states when there is a board, else link up/down per device.

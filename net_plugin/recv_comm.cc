@@ -131,7 +131,11 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now, bool* progressed) {
     *progressed = true;
     if (s.phase == Phase::kPayload && s.remaining == 0) {
       s.phase = Phase::kHeader;
-      if (stager_) stager_->Land(idx * 256 + i);  // unpack the slot into the posted buffer first
+      if (stager_ && !stager_->Land(idx * 256 + i)) {   // unpack the slot into the posted buffer first
+        (void)core_.Abort(stager_->error().code(), "landing a staged chunk failed: " + stager_->error().message());
+        Sync();
+        return;
+      }
       core_.OnPayload(now, idx, i);
       Sync();
     }

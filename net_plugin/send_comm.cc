@@ -211,7 +211,13 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
     TxStream& s = l.tx[i];
     if (!s.busy) {
       if (!core_.NextTx(now, idx, &s.f)) return;
-      if (stager_) s.f.payload = stager_->Pack(idx * 256 + i, s.f.payload, s.f.hdr.len);  // issue 13
+      if (stager_) {   // GPU buffer or RERAIL_FORCE_STAGING: the frame leaves from a host slot
+        s.f.payload = stager_->Pack(idx * 256 + i, s.f.payload, s.f.hdr.len);
+        if (!stager_->error().ok()) {
+          (void)core_.Abort(stager_->error().code(), "staging a chunk failed: " + stager_->error().message());
+          return;
+        }
+      }
       s.busy = true;
       s.done = 0;
     }

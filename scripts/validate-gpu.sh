@@ -4,12 +4,17 @@
 # Runs torch.distributed (NCCL backend), 2 ranks on one GPU with distinct NCCL_HOSTID, through
 # libnccl-net-rerail.so on loopback rails, with the profiler (and the tuner when built) loaded:
 #   1. host-only plugin (ptrSupport HOST: NCCL stages through its own mapped host buffers)
-#   2. GPU buffers offered to the plugin (NCCL_NET_GDR_LEVEL=SYS) with RERAIL_FORCE_STAGING=1
+#   2. GPU buffers offered to the plugin (RERAIL_FORCE_STAGING=1, which implies RERAIL_GPU_BUFFERS=1;
+#      NCCL_NET_GDR_LEVEL=SYS): NCCL hands rerail cudaMalloc'd buffers (GDRDMA) and rerail stages
+#      them through host slots with the CUDA driver
+#   3. two network namespaces joined by 2 veth rails (scripts/netns-rails.sh), one rank in each,
+#      rail 1 of host 1 pulled mid-run and plugged back (root, netns and veth needed; else NOT RUN)
 # checks every op's result, that NCCL's logs show NET/rerail for every peer, then runs the kernels'
-# tests and benchmark. Prints PASS/FAIL/NOT RUN lines and exits 0 only if nothing failed and
+# tests (on the GPU: rerail-kernels-gpu-test, also under compute-sanitizer when present) and benchmark. Prints PASS/FAIL/NOT RUN lines and exits 0 only if nothing failed and
 # something ran. Without a GPU it stops at once with a FAIL line saying why.
 #
-# Env: BUILD_DIR (default build), PYTHON (default python3), OUT_DIR (logs; default a temp dir).
+# Env: BUILD_DIR (default build), PYTHON (default python3), OUT_DIR (logs; default a temp dir),
+# RANK_TIMEOUT (s per torch rank, 300), SANITIZER_TIMEOUT (s, 300), VALIDATE_FAULT_ITERS (60).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -52,20 +57,30 @@ TUNER=$(ls "$PWD/$BUILD_DIR"/tuner_plugin/libnccl-tuner-rerail.so 2>/dev/null)
 [[ -f "$NET" ]] || { fail "$NET not built (cmake --build $BUILD_DIR)"; finish; }
 
 # ---- 1./2. torch runs ------------------------------------------------------------------------------
+# Env of run_torch: NETNS (a netns-rails.sh prefix: rank r runs in host r's namespace on its rails),
+# FAULT (a function run in the background while the ranks run).
 run_torch() {  # name, extra env...
   local name=$1; shift
-  local port=$(( 20000 + RANDOM % 20000 )) pids=() r rc=0
+  local port=$(( 20000 + RANDOM % 20000 )) pids=() r rc=0 master=127.0.0.1 ifs=lo boot=lo
+  local -a nsexec=()
+  if [[ -n "${NETNS:-}" ]]; then
+    master=$(RERAIL_NETNS_PREFIX=$NETNS scripts/netns-rails.sh addr 0 0); ifs=rail; boot=rail0
+  fi
   for r in 0 1; do
-    env MASTER_ADDR=127.0.0.1 MASTER_PORT=$port WORLD_SIZE=2 RANK=$r NCCL_HOSTID=host$r \
-        NCCL_NET_PLUGIN="$NET" NCCL_NET=rerail NCCL_SOCKET_IFNAME=lo RERAIL_TCP_IFNAME=lo \
+    [[ -n "${NETNS:-}" ]] && nsexec=(ip netns exec "$NETNS-h$r")
+    "${nsexec[@]}" env MASTER_ADDR=$master MASTER_PORT=$port WORLD_SIZE=2 RANK=$r NCCL_HOSTID=host$r \
+        NCCL_NET_PLUGIN="$NET" NCCL_NET=rerail NCCL_SOCKET_IFNAME=$boot RERAIL_TCP_IFNAME=$ifs \
         NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_MNNVL_ENABLE=0 NCCL_NVLS_ENABLE=0 \
         NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING \
         ${PROF:+NCCL_PROFILER_PLUGIN=$PROF} ${TUNER:+NCCL_TUNER_PLUGIN=$TUNER} \
         TORCH_NCCL_ASYNC_ERROR_HANDLING=0 "$@" \
-        timeout 300 "$PYTHON" scripts/validate-gpu.py >"$OUT_DIR/$name.rank$r.log" 2>&1 &
+        timeout "${RANK_TIMEOUT:-300}" "$PYTHON" scripts/validate-gpu.py >"$OUT_DIR/$name.rank$r.log" 2>&1 &
     pids+=($!)
   done
+  local fpid=""
+  if [[ -n "${FAULT:-}" ]]; then "$FAULT" "$OUT_DIR/$name.rank0.log" & fpid=$!; fi
   for r in 0 1; do wait "${pids[$r]}" || rc=1; done
+  [[ -n "$fpid" ]] && wait "$fpid" 
   local logs=("$OUT_DIR/$name".rank*.log)
   local wrong ok
   wrong=$(grep -c '^WRONG' "${logs[@]}" | awk -F: '{s+=$2} END {print s+0}')
@@ -94,15 +109,75 @@ run_torch() {  # name, extra env...
 [[ -z "$TUNER" ]] && notrun "tuner (not built)"
 run_torch host-only
 run_torch gpu-staged RERAIL_FORCE_STAGING=1 NCCL_NET_GDR_LEVEL=SYS
-if ! grep -q GDRDMA "$OUT_DIR"/gpu-staged.rank*.log; then
-  notrun "GPU buffers through the plugin: NCCL did not pick GDRDMA (the plugin advertises ptrSupport HOST only until the CUDA staging backend is wired)"
+if grep -q 'GPU buffers offered' "$OUT_DIR"/gpu-staged.rank*.log && grep -q 'GDRDMA' "$OUT_DIR"/gpu-staged.rank*.log; then
+  pass "gpu-staged: rerail offered GPU buffers and NCCL used them (GDRDMA)"
+else
+  fail "gpu-staged: GPU buffers not used ($(grep -ho 'GPU buffers not offered.*' "$OUT_DIR"/gpu-staged.rank*.log | head -1))"
 fi
-notrun "netns rails with a fault mid-run (not implemented in this script yet)"
 
-# ---- 3. kernels ------------------------------------------------------------------------------------
-if ctest --test-dir "$BUILD_DIR" -R 'KernelsEmu|kernels_archs|Staging\.' >"$OUT_DIR/ctest-kernels.log" 2>&1; then
-  pass "kernels/staging tests ($(grep -o '[0-9]* tests passed.*' "$OUT_DIR/ctest-kernels.log"))"
-else fail "kernels/staging tests (see $OUT_DIR/ctest-kernels.log)"; fi
+# GPU buffers through the plugin's ABI table directly (no NCCL: runs whether or not NCCL picks GDR)
+PGT="$BUILD_DIR/tests/rerail-plugin-gpu-test"
+if [[ -x "$PGT" ]]; then
+  if RERAIL_TCP_IFNAME=lo "$PGT" "$NET" >"$OUT_DIR/plugin-gpu-test.log" 2>&1; then
+    pass "rerail-plugin-gpu-test: $(grep -m1 '^checked' "$OUT_DIR/plugin-gpu-test.log")"
+  else fail "rerail-plugin-gpu-test (see $OUT_DIR/plugin-gpu-test.log: $(grep -m1 FAIL "$OUT_DIR/plugin-gpu-test.log"))"; fi
+  grep -m1 '^loopback' "$OUT_DIR/plugin-gpu-test.log"
+else notrun "rerail-plugin-gpu-test (not built)"; fi
+
+# ---- 3. netns rails with a fault mid-run -----------------------------------------------------------
+pull_rail() {  # rank-0 log: wait for 40 checked ops, pull host 1's rail 1 for 3 s, plug it back
+  local log=$1 i
+  for ((i = 0; i < 600; i++)); do
+    [[ $(grep -c '^OK' "$log" 2>/dev/null) -ge 40 ]] && break
+    sleep 0.1
+  done
+  echo "fault: host 1 rail 1 down after $(grep -c '^OK' "$log") ops" >"$OUT_DIR/fault.txt"
+  RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh fail 1 1 >>"$OUT_DIR/fault.txt" 2>&1
+  sleep 3
+  RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh heal 1 1 >>"$OUT_DIR/fault.txt" 2>&1
+  echo "fault: healed after $(grep -c '^OK' "$log") ops" >>"$OUT_DIR/fault.txt"
+}
+why=""
+if [[ $(id -u) -ne 0 ]]; then why="not root"
+elif ! ip netns add rrgpuprobe 2>"$OUT_DIR/netns-probe.txt"; then why="ip netns add failed: $(head -1 "$OUT_DIR/netns-probe.txt")"
+else
+  ip netns del rrgpuprobe
+  if ! RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh up 2 2 >"$OUT_DIR/netns-up.txt" 2>&1; then
+    why="netns-rails.sh up 2 2 failed: $(tail -1 "$OUT_DIR/netns-up.txt")"
+    RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh down >/dev/null 2>&1
+  fi
+fi
+if [[ -n "$why" ]]; then
+  notrun "netns rails with a fault mid-run ($why)"
+else
+  NETNS=rrgpu FAULT=pull_rail run_torch netns-fault VALIDATE_ITERS=${VALIDATE_FAULT_ITERS:-60}
+  cat "$OUT_DIR/fault.txt"
+  if grep -q 'healed' "$OUT_DIR/fault.txt" && grep -qE 'rail rail1 to peer .* failed|\(rail rail1[^)]*\) (failed|down)' "$OUT_DIR"/netns-fault.rank*.log; then
+    pass "netns-fault: rerail saw rail1 fail mid-run and the job went on ($(grep -c '^OK' "$OUT_DIR/netns-fault.rank0.log") ops on rank 0)"
+  else
+    fail "netns-fault: no rail1 failure in rerail's log, or the fault did not complete (see $OUT_DIR/fault.txt)"
+  fi
+  RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh down >/dev/null 2>&1
+fi
+
+# ---- 4. kernels ------------------------------------------------------------------------------------
+if [[ -f "$BUILD_DIR/CTestTestfile.cmake" ]]; then
+  if ctest --test-dir "$BUILD_DIR" -R 'KernelsEmu|kernels_|Staging\.|Stager\.|GpuBuffers\.|CudaDriver\.' >"$OUT_DIR/ctest-kernels.log" 2>&1; then
+    pass "kernels/staging tests ($(grep -o '[0-9]* tests passed.*' "$OUT_DIR/ctest-kernels.log"))"
+  else fail "kernels/staging tests (see $OUT_DIR/ctest-kernels.log)"; fi
+else   # a copied build (binaries only): run them directly
+  for t in tests/kernels_emu_test tests/staging_test tests/stager_test kernels/rerail-kernels-gpu-test; do
+    if [[ ! -x "$BUILD_DIR/$t" ]]; then notrun "$t (not in $BUILD_DIR)"; continue; fi
+    if "$BUILD_DIR/$t" >"$OUT_DIR/$(basename "$t").log" 2>&1; then pass "$t ($(tail -1 "$OUT_DIR/$(basename "$t").log"))"
+    else fail "$t (see $OUT_DIR/$(basename "$t").log: $(grep -m1 FAIL "$OUT_DIR/$(basename "$t").log"))"; fi
+  done
+fi
+GT="$BUILD_DIR/kernels/rerail-kernels-gpu-test"
+if [[ -x "$GT" ]] && command -v compute-sanitizer >/dev/null 2>&1; then
+  if timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 9 "$GT" >"$OUT_DIR/sanitizer-memcheck.log" 2>&1; then
+    pass "compute-sanitizer memcheck on rerail-kernels-gpu-test ($(grep -m1 'ERROR SUMMARY' "$OUT_DIR/sanitizer-memcheck.log"))"
+  else fail "compute-sanitizer memcheck (see $OUT_DIR/sanitizer-memcheck.log: $(grep -m1 'ERROR SUMMARY' "$OUT_DIR/sanitizer-memcheck.log"))"; fi
+else notrun "compute-sanitizer (not found or no GPU test binary)"; fi
 if [[ -x "$BUILD_DIR/kernels/rerail-stage-bench" ]]; then
   if "$BUILD_DIR/kernels/rerail-stage-bench" $((64 << 20)) 20 | tee "$OUT_DIR/stage-bench.txt"; then
     pass "rerail-stage-bench (bytes checked)"

@@ -233,6 +233,8 @@ class CoreBase {
   uint64_t conn_id() const { return conn_id_; }
   // Completed requests, in completion order. False when none is left.
   bool NextCompletion(Completion* out);
+  // A local failure outside the protocol (a CUDA copy of the staged path): the connection fails.
+  Status Abort(Code code, const std::string& why) { return Fail(code == Code::kOk ? Code::kInternalError : code, why); }
 
  protected:
   CoreBase(uint64_t conn_id, CoreObserver* obs) : conn_id_(conn_id), obs_(obs != nullptr ? obs : &null_obs_) {}

@@ -1,9 +1,9 @@
 #include "staging/copy_engine.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <cstring>
+
+#include "staging/cuda_driver.h"
 
 namespace rr::staging {
 
@@ -31,6 +31,11 @@ Status CpuCopyEngine::Submit(const CopyJob& job) {
   return Status::Ok();
 }
 
+Status CpuCopyEngine::Error() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return error_;
+}
+
 void CpuCopyEngine::Stop() {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -47,7 +52,15 @@ void CpuCopyEngine::Run() {
     CopyJob j = queue_.front();
     queue_.pop_front();
     lk.unlock();
-    if (j.bytes) std::memcpy(j.dst, j.src, j.bytes);
+    Status st;
+    if (j.cuda_ctx != nullptr) {
+      st = CudaDriver::Get().Copy(j.cuda_ctx, j.dst, j.src, j.bytes);
+    } else if (j.bytes) {
+      std::memcpy(j.dst, j.src, j.bytes);
+    }
+    lk.lock();
+    if (!st.ok() && error_.ok()) error_ = st;   // set before the flag: a waiter that sees it sees the error
+    lk.unlock();
     j.flag->store(j.value, std::memory_order_release);
     done_.fetch_add(1, std::memory_order_relaxed);
     lk.lock();
@@ -55,31 +68,8 @@ void CpuCopyEngine::Run() {
 }
 
 CudaProbe ProbeCuda() {
-  CudaProbe r;
-  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char* e = dlerror();
-    r.why = e ? e : "dlopen(libcuda.so.1) failed";
-    return r;
-  }
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int*);
-  auto init = reinterpret_cast<InitFn>(dlsym(h, "cuInit"));
-  auto count = reinterpret_cast<CountFn>(dlsym(h, "cuDeviceGetCount"));
-  int n = 0;
-  if (!init || !count) {
-    r.why = "libcuda.so.1 lacks cuInit/cuDeviceGetCount";
-  } else if (int e = init(0)) {
-    r.why = "cuInit: error " + std::to_string(e);
-  } else if (int e2 = count(&n)) {
-    r.why = "cuDeviceGetCount: error " + std::to_string(e2);
-  } else if (n == 0) {
-    r.why = "no CUDA device";
-  } else {
-    r.available = true;
-  }
-  // The handle stays open: the driver must not be unloaded under a live context.
-  return r;
+  const CudaDriver& d = CudaDriver::Get();
+  return CudaProbe{d.available(), d.why()};
 }
 
 StagingMode ChooseStaging(bool gpu_buffer, bool link_gpu_direct, bool cuda_available, bool force) {

@@ -2,8 +2,10 @@
 // into its ready flag (release order), so the link's progress path can poll SlotRing::Ready().
 //
 // Backends, chosen per link (ChooseStaging):
-//   * CpuCopyEngine — memcpy on one helper thread per engine, jobs done in submission order. Runs
-//     everywhere; it is what CI and RERAIL_FORCE_STAGING exercise.
+//   * CpuCopyEngine — one helper thread per engine, jobs done in submission order: memcpy for host
+//     buffers (runs everywhere; what CI and RERAIL_FORCE_STAGING exercise), and for a job with a
+//     cuda_ctx the CUDA driver's copy (CudaDriver::Copy: cuMemcpyAsync + sync of the thread's own
+//     stream), which is how GPU buffers reach TCP links today.
 //   * CUDA — pack/unpack kernels of librerail-kernels.so on a stream, the driver API opened at run
 //     time with dlopen("libcuda.so.1") (CudaDriver); never linked, so the plugin loads without CUDA.
 //
@@ -31,6 +33,7 @@ struct CopyJob {
   std::size_t bytes = 0;
   std::atomic<uint64_t>* flag = nullptr;  // receives `value` once the bytes are in dst
   uint64_t value = 0;
+  void* cuda_ctx = nullptr;  // non-null: src or dst is GPU memory, copied by the CUDA driver in this context
 };
 
 class CopyEngine {
@@ -50,17 +53,18 @@ class CpuCopyEngine final : public CopyEngine {
   const char* name() const override { return "cpu"; }
   HostMemory AllocHost(std::size_t bytes) override;
   Status Submit(const CopyJob& job) override;
-  Status Error() const override { return Status::Ok(); }
+  Status Error() const override;
   void Stop() override;
   uint64_t jobs_done() const { return done_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<CopyJob> queue_;
   bool stopping_ = false;
   std::atomic<uint64_t> done_{0};
+  Status error_;   // first failed CUDA copy (sticky), under mu_
   std::thread thread_;
 };
 

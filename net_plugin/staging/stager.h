@@ -1,0 +1,91 @@
+// Stager: sends and receives a comm's chunks through host bounce slots when the link cannot carry
+// them directly:
+//   * GPU buffers (NCCL_PTR_CUDA registrations, see GpuBuffers below): TCP cannot read or write GPU
+//     memory, so every chunk of a registered GPU range is copied by the CUDA driver (CudaDriver).
+//   * RERAIL_FORCE_STAGING=1: host buffers too, through memcpy on the copy thread, so the functional
+//     and fault suites exercise the staged path on hosts without a GPU.
+//   sender:   Pack(key, payload, len) copies the payload into the stream's bounce slot through the
+//             copy engine, waits for the slot's ready flag, and returns the slot: the stream writes the
+//             frame from there. A stream fetches its next frame only once the previous one is fully
+//             written, so its slot is reused only after the wire is done with it. A payload that
+//             needs no staging is returned as is.
+//   receiver: Divert(key, dst, len) returns the slot the stream reads the payload into and remembers
+//             dst; Land(key) unpacks the slot into dst and returns once the bytes are there (the
+//             iflush point: the chunk is reported placed only after it).
+// `key` names one stream of one link (link index * 256 + stream). One owner thread (the comm's).
+// Errors: a failed copy (CUDA error) makes Pack return nullptr and Land false; error() says why.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "staging/copy_engine.h"
+
+namespace rr::staging {
+
+// The GPU ranges NCCL registered with regMr(NCCL_PTR_CUDA), process-wide (a range registered by
+// several comms is counted), and whether the plugin offers GPU buffers at all. Thread-safe.
+class GpuBuffers {
+ public:
+  static GpuBuffers& Get();
+  // Decided once at init: RERAIL_GPU_BUFFERS=1 or RERAIL_FORCE_STAGING=1, and the CUDA driver works.
+  void SetOffered(bool on) { offered_.store(on, std::memory_order_relaxed); }
+  bool offered() const { return offered_.load(std::memory_order_relaxed); }
+  void Add(const void* base, std::size_t size, void* ctx);
+  void Remove(const void* base, std::size_t size);
+  // The context of the registered GPU range holding [p, p + len), or nullptr if none does.
+  void* Find(const void* p, std::size_t len) const;
+  std::size_t ranges() const;
+
+ private:
+  struct Range {
+    uintptr_t base;
+    std::size_t size;
+    void* ctx;
+    int refs;
+  };
+  std::atomic<bool> offered_{false};
+  mutable std::mutex mu_;
+  std::vector<Range> ranges_;
+};
+
+class Stager {
+ public:
+  // nullptr unless RERAIL_FORCE_STAGING=1 or GPU buffers are offered.
+  static std::unique_ptr<Stager> FromParams();
+  explicit Stager(bool force_host) : force_host_(force_host) {}
+
+  const uint8_t* Pack(int key, const uint8_t* payload, std::size_t len);
+  uint8_t* Divert(int key, uint8_t* dst, std::size_t len);
+  bool Land(int key);
+  uint64_t staged_bytes() const { return staged_; }
+  uint64_t gpu_bytes() const { return gpu_; }
+  const Status& error() const { return error_; }
+
+ private:
+  struct Slot {
+    std::vector<uint8_t> buf;
+    uint8_t* dst = nullptr;   // receiver: the posted buffer the slot lands in
+    std::size_t len = 0;
+    void* ctx = nullptr;      // receiver: dst is GPU memory of this context
+    std::atomic<uint64_t> flag{0};
+    uint64_t ticket = 0;
+  };
+  Slot& Get(int key, std::size_t len);
+  bool Copy(Slot& s, void* dst, const void* src, std::size_t len, void* ctx);
+
+  bool force_host_;
+  CpuCopyEngine engine_;
+  std::unordered_map<int, std::unique_ptr<Slot>> slots_;
+  uint64_t staged_ = 0;
+  uint64_t gpu_ = 0;
+  Status error_;
+};
+
+}  // namespace rr::staging
