@@ -21,6 +21,9 @@ RecvComm::RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, st
       core_(cfg.core(), first->identity().conn_id, first->identity().chunk_size, this),
       listener_(std::move(listener)) {
   conn_id_ = first->identity().conn_id;
+  if (stager_) {   // eager chunks stashed in host memory may land in a GPU buffer
+    core_.SetCopier([this](void* dst, const void* src, size_t len) { return stager_->Place(dst, src, len); });
+  }
   Attach(std::move(first), NowNs());
 }
 

@@ -99,6 +99,9 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
       links_(plan.size()),
       core_(cfg.core(), conn_id, Specs(cfg, plan), this, NowNs()) {
   conn_id_ = conn_id;
+  if (stager_) {   // the eager copy of a send may read a GPU buffer
+    core_.SetCopier([this](void* dst, const void* src, size_t len) { return stager_->Place(dst, src, len); });
+  }
   uint64_t now = NowNs();
   for (size_t i = 0; i < plan.size(); ++i) {
     links_[i].plan = plan[i];

@@ -10,7 +10,7 @@ perf="$BUILD_DIR/tools/rerail-perf/rerail-perf"
 [ -x "$perf" ] || cmake --build "$BUILD_DIR" --target rerail-perf nccl-net-rerail
 SIZE=${SIZE:-64M}; ITERS=${ITERS:-20}; ROUNDS=${ROUNDS:-3}
 busbw() {  # last column before #wrong of the data row: take the out-of-place busbw (field 8)
-  RERAIL_TCP_IFNAME=lo RERAIL_FORCE_STAGING=$1 "$perf" sendrecv -N 2 -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 3 -c 1 \
+  RERAIL_TCP_IFNAME=lo RERAIL_FORCE_STAGING=$1 "$perf" sendrecv --plugin "$PWD/$BUILD_DIR/net_plugin/libnccl-net-rerail.so" -N 2 -b "$SIZE" -e "$SIZE" -n "$ITERS" -w 3 -c 1 \
     | awk '!/^#/ && NF >= 8 {print $8, $9; exit}'
 }
 d=(); s=()

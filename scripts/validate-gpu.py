@@ -17,6 +17,8 @@ def main():
     sizes = [1, 1000, 1 << 20, (4 << 20) + 3]
     bad = 0
 
+    it = 0
+
     def check(name, n, got, want):
         nonlocal bad
         if torch.equal(got, want):
@@ -24,7 +26,9 @@ def main():
         else:
             bad += 1
             diff = (got != want).nonzero()
-            print(f"WRONG {name} {n}: {diff.numel()} elements differ, first at {diff[0].tolist()}", flush=True)
+            i = diff[0].tolist()
+            print(f"WRONG {name} {n} iter {it}: {diff.shape[0]} elements differ, first at {i}: "
+                  f"got {got[tuple(i)].item()} want {want[tuple(i)].item()}", flush=True)
 
     for it in range(iters):
         for n in sizes:

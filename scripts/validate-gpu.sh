@@ -10,11 +10,12 @@
 #   3. two network namespaces joined by 2 veth rails (scripts/netns-rails.sh), one rank in each,
 #      rail 1 of host 1 pulled mid-run and plugged back (root, netns and veth needed; else NOT RUN)
 # checks every op's result, that NCCL's logs show NET/rerail for every peer, then runs the kernels'
-# tests (on the GPU: rerail-kernels-gpu-test, also under compute-sanitizer when present) and benchmark. Prints PASS/FAIL/NOT RUN lines and exits 0 only if nothing failed and
-# something ran. Without a GPU it stops at once with a FAIL line saying why.
+# tests (on the GPU: rerail-kernels-gpu-test, also under compute-sanitizer when present) and benchmark.
+# Prints PASS/FAIL/NOT RUN lines and exits 0 only if nothing failed and something ran. Without a GPU it stops at once with a FAIL line saying why.
 #
 # Env: BUILD_DIR (default build), PYTHON (default python3), OUT_DIR (logs; default a temp dir),
-# RANK_TIMEOUT (s per torch rank, 300), SANITIZER_TIMEOUT (s, 300), VALIDATE_FAULT_ITERS (60).
+# RANK_TIMEOUT (s per torch rank, 300), SANITIZER_TIMEOUT (s, 300), VALIDATE_FAULT_ITERS (60),
+# FAULT_RUNS (netns fault runs, 1), STEPS (default "host gpu plugin netns kernels": the parts to run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -73,7 +74,7 @@ run_torch() {  # name, extra env...
         NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_MNNVL_ENABLE=0 NCCL_NVLS_ENABLE=0 \
         NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING \
         ${PROF:+NCCL_PROFILER_PLUGIN=$PROF} ${TUNER:+NCCL_TUNER_PLUGIN=$TUNER} \
-        TORCH_NCCL_ASYNC_ERROR_HANDLING=0 "$@" \
+        TORCH_NCCL_ASYNC_ERROR_HANDLING=0 PYTHONFAULTHANDLER=1 "$@" \
         timeout "${RANK_TIMEOUT:-300}" "$PYTHON" scripts/validate-gpu.py >"$OUT_DIR/$name.rank$r.log" 2>&1 &
     pids+=($!)
   done
@@ -85,8 +86,12 @@ run_torch() {  # name, extra env...
   local wrong ok
   wrong=$(grep -c '^WRONG' "${logs[@]}" | awk -F: '{s+=$2} END {print s+0}')
   ok=$(grep -c '^OK' "${logs[@]}" | awk -F: '{s+=$2} END {print s+0}')
+  local result=0
   if [[ $rc -eq 0 && $wrong -eq 0 && $ok -gt 0 ]]; then pass "$name: $ok checked ops, 0 wrong"
-  else fail "$name: exit $rc, $ok ok, $wrong wrong (see $OUT_DIR/$name.rank*.log)"; fi
+  else
+    fail "$name: exit $rc, $ok ok, $wrong wrong (see $OUT_DIR/$name.rank*.log)"; result=1
+    grep -h '^WRONG' "${logs[@]}" | head -3
+  fi
   grep -q 'Assigned NET plugin rerail\|Using network rerail' "${logs[@]}" \
     && pass "$name: NCCL assigned NET plugin rerail" || fail "$name: no 'Assigned NET plugin rerail' in the logs"
   local via other
@@ -104,20 +109,26 @@ run_torch() {  # name, extra env...
       || fail "$name: tuner plugin set but no TUNER/rerail line"
   fi
   echo "$name" "GDRDMA: $(grep -c 'GDRDMA' "${logs[@]}" | awk -F: '{s+=$2} END {print s+0}') log lines"
+  return $result
 }
 [[ -z "$PROF" ]] && notrun "profiler (not built)"
 [[ -z "$TUNER" ]] && notrun "tuner (not built)"
-run_torch host-only
+STEPS=" ${STEPS:-host gpu plugin netns kernels} "
+step() { [[ "$STEPS" == *" $1 "* ]]; }
+step host && run_torch host-only
+if step gpu; then
 run_torch gpu-staged RERAIL_FORCE_STAGING=1 NCCL_NET_GDR_LEVEL=SYS
 if grep -q 'GPU buffers offered' "$OUT_DIR"/gpu-staged.rank*.log && grep -q 'GDRDMA' "$OUT_DIR"/gpu-staged.rank*.log; then
   pass "gpu-staged: rerail offered GPU buffers and NCCL used them (GDRDMA)"
 else
   fail "gpu-staged: GPU buffers not used ($(grep -ho 'GPU buffers not offered.*' "$OUT_DIR"/gpu-staged.rank*.log | head -1))"
 fi
+fi
 
 # GPU buffers through the plugin's ABI table directly (no NCCL: runs whether or not NCCL picks GDR)
 PGT="$BUILD_DIR/tests/rerail-plugin-gpu-test"
-if [[ -x "$PGT" ]]; then
+if ! step plugin; then :
+elif [[ -x "$PGT" ]]; then
   if RERAIL_TCP_IFNAME=lo "$PGT" "$NET" >"$OUT_DIR/plugin-gpu-test.log" 2>&1; then
     pass "rerail-plugin-gpu-test: $(grep -m1 '^checked' "$OUT_DIR/plugin-gpu-test.log")"
   else fail "rerail-plugin-gpu-test (see $OUT_DIR/plugin-gpu-test.log: $(grep -m1 FAIL "$OUT_DIR/plugin-gpu-test.log"))"; fi
@@ -126,19 +137,20 @@ else notrun "rerail-plugin-gpu-test (not built)"; fi
 
 # ---- 3. netns rails with a fault mid-run -----------------------------------------------------------
 pull_rail() {  # rank-0 log: wait for 40 checked ops, pull host 1's rail 1 for 3 s, plug it back
-  local log=$1 i
+  local log=$1 i out=${1%.rank0.log}.fault.txt
   for ((i = 0; i < 600; i++)); do
     [[ $(grep -c '^OK' "$log" 2>/dev/null) -ge 40 ]] && break
     sleep 0.1
   done
-  echo "fault: host 1 rail 1 down after $(grep -c '^OK' "$log") ops" >"$OUT_DIR/fault.txt"
-  RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh fail 1 1 >>"$OUT_DIR/fault.txt" 2>&1
+  echo "fault: host 1 rail 1 down after $(grep -c '^OK' "$log") ops" >"$out"
+  RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh fail 1 1 >>"$out" 2>&1
   sleep 3
-  RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh heal 1 1 >>"$OUT_DIR/fault.txt" 2>&1
-  echo "fault: healed after $(grep -c '^OK' "$log") ops" >>"$OUT_DIR/fault.txt"
+  RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh heal 1 1 >>"$out" 2>&1
+  echo "fault: healed after $(grep -c '^OK' "$log") ops" >>"$out"
 }
 why=""
-if [[ $(id -u) -ne 0 ]]; then why="not root"
+if ! step netns; then why="not in STEPS"
+elif [[ $(id -u) -ne 0 ]]; then why="not root"
 elif ! ip netns add rrgpuprobe 2>"$OUT_DIR/netns-probe.txt"; then why="ip netns add failed: $(head -1 "$OUT_DIR/netns-probe.txt")"
 else
   ip netns del rrgpuprobe
@@ -150,18 +162,25 @@ fi
 if [[ -n "$why" ]]; then
   notrun "netns rails with a fault mid-run ($why)"
 else
-  NETNS=rrgpu FAULT=pull_rail run_torch netns-fault VALIDATE_ITERS=${VALIDATE_FAULT_ITERS:-60}
-  cat "$OUT_DIR/fault.txt"
-  if grep -q 'healed' "$OUT_DIR/fault.txt" && grep -qE 'rail rail1 to peer .* failed|\(rail rail1[^)]*\) (failed|down)' "$OUT_DIR"/netns-fault.rank*.log; then
-    pass "netns-fault: rerail saw rail1 fail mid-run and the job went on ($(grep -c '^OK' "$OUT_DIR/netns-fault.rank0.log") ops on rank 0)"
-  else
-    fail "netns-fault: no rail1 failure in rerail's log, or the fault did not complete (see $OUT_DIR/fault.txt)"
-  fi
+  for ((k = 1; k <= ${FAULT_RUNS:-1}; k++)); do
+    n=netns-fault$k
+    NETNS=rrgpu FAULT=pull_rail run_torch $n VALIDATE_ITERS=${VALIDATE_FAULT_ITERS:-60}; right=$?
+    cat "$OUT_DIR/$n.fault.txt"
+    seen=0
+    grep -qE 'rail rail1 to peer .* failed|\(rail rail1[^)]*\) (failed|down)' "$OUT_DIR/$n".rank*.log && seen=1
+    if [[ $right -eq 0 && $seen -eq 1 ]] && grep -q 'healed' "$OUT_DIR/$n.fault.txt"; then
+      pass "$n: rail1 pulled mid-run and plugged back, rerail failed over and back, every op right ($(grep -c '^OK' "$OUT_DIR/$n.rank0.log") ops on rank 0)"
+    else
+      fail "$n: results right: $([[ $right -eq 0 ]] && echo yes || echo NO), rail1 failure in rerail's log: $([[ $seen -eq 1 ]] && echo yes || echo NO) (see $OUT_DIR/$n.*)"
+    fi
+    RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh up 2 2 >/dev/null 2>&1   # a clean fabric for the next run
+  done
   RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh down >/dev/null 2>&1
 fi
 
 # ---- 4. kernels ------------------------------------------------------------------------------------
-if [[ -f "$BUILD_DIR/CTestTestfile.cmake" ]]; then
+if ! step kernels; then notrun "kernels (not in STEPS)"
+elif [[ -f "$BUILD_DIR/CTestTestfile.cmake" ]]; then
   if ctest --test-dir "$BUILD_DIR" -R 'KernelsEmu|kernels_|Staging\.|Stager\.|GpuBuffers\.|CudaDriver\.' >"$OUT_DIR/ctest-kernels.log" 2>&1; then
     pass "kernels/staging tests ($(grep -o '[0-9]* tests passed.*' "$OUT_DIR/ctest-kernels.log"))"
   else fail "kernels/staging tests (see $OUT_DIR/ctest-kernels.log)"; fi
@@ -173,12 +192,14 @@ else   # a copied build (binaries only): run them directly
   done
 fi
 GT="$BUILD_DIR/kernels/rerail-kernels-gpu-test"
-if [[ -x "$GT" ]] && command -v compute-sanitizer >/dev/null 2>&1; then
+if ! step kernels; then :
+elif [[ -x "$GT" ]] && command -v compute-sanitizer >/dev/null 2>&1; then
   if timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 9 "$GT" >"$OUT_DIR/sanitizer-memcheck.log" 2>&1; then
     pass "compute-sanitizer memcheck on rerail-kernels-gpu-test ($(grep -m1 'ERROR SUMMARY' "$OUT_DIR/sanitizer-memcheck.log"))"
   else fail "compute-sanitizer memcheck (see $OUT_DIR/sanitizer-memcheck.log: $(grep -m1 'ERROR SUMMARY' "$OUT_DIR/sanitizer-memcheck.log"))"; fi
 else notrun "compute-sanitizer (not found or no GPU test binary)"; fi
-if [[ -x "$BUILD_DIR/kernels/rerail-stage-bench" ]]; then
+if ! step kernels; then :
+elif [[ -x "$BUILD_DIR/kernels/rerail-stage-bench" ]]; then
   if "$BUILD_DIR/kernels/rerail-stage-bench" $((64 << 20)) 20 | tee "$OUT_DIR/stage-bench.txt"; then
     pass "rerail-stage-bench (bytes checked)"
   else fail "rerail-stage-bench"; fi

@@ -55,6 +55,7 @@ uint64_t HostChecksum(const unsigned char* p, uint64_t n, uint64_t seed) {
 }  // namespace
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);   // lines reach a log file even if the process dies
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::printf("SKIP: no CUDA device\n");

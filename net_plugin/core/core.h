@@ -116,6 +116,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -233,6 +234,11 @@ class CoreBase {
   uint64_t conn_id() const { return conn_id_; }
   // Completed requests, in completion order. False when none is left.
   bool NextCompletion(Completion* out);
+  // The copy between NCCL's buffers and the core's own host memory: the sender's eager copy at
+  // isend, the receiver's stashed (eager) chunks into their posted buffer. memcpy unless set; the
+  // comm sets it when NCCL's buffers may be GPU memory (staging/). A failure fails the connection.
+  using CopyFn = std::function<Status(void* dst, const void* src, size_t len)>;
+  void SetCopier(CopyFn fn) { copier_ = std::move(fn); }
   // A local failure outside the protocol (a CUDA copy of the staged path): the connection fails.
   Status Abort(Code code, const std::string& why) { return Fail(code == Code::kOk ? Code::kInternalError : code, why); }
 
@@ -243,6 +249,9 @@ class CoreBase {
   // Runs while no link works (usable and not stalled); true once it has run for longer than giveup_ns.
   bool GiveUpDue(int working, uint64_t now, uint64_t giveup_ns);
 
+  // copier_(dst, src, len), or memcpy when unset.
+  Status Copy(void* dst, const void* src, size_t len);
+  CopyFn copier_;
   uint64_t conn_id_;
   CoreObserver null_obs_;
   CoreObserver* obs_;

@@ -1,6 +1,8 @@
 // The parts of the core both sides share: connection state, give-up clock, completions, stall ages.
 #include <algorithm>
 
+#include <cstring>
+
 #include "core.h"
 #include "rerail/log.h"
 
@@ -42,6 +44,13 @@ void CoreBase::Transition(ConnState to, const std::string& why) {
           ConnStateName(to), why.c_str());
   if (to == ConnState::kFailed) RR_WARN("connection %016lx failed: %s", static_cast<unsigned long>(conn_id_), why.c_str());
   state_ = to;
+}
+
+Status CoreBase::Copy(void* dst, const void* src, size_t len) {
+  if (len == 0) return Status::Ok();
+  if (copier_) return copier_(dst, src, len);
+  std::memcpy(dst, src, len);
+  return Status::Ok();
 }
 
 Status CoreBase::Fail(Code code, const std::string& why) {

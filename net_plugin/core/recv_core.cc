@@ -286,7 +286,12 @@ void RecvCore::DrainStash() {
       continue;
     }
     if (v == RxTracker::Verdict::kPlace) {
-      if (c.hdr.len > 0) memcpy(static_cast<uint8_t*>(slot->buf) + c.hdr.offset, c.bytes.data(), c.hdr.len);
+      uint8_t* dst = static_cast<uint8_t*>(slot->buf) + c.hdr.offset;
+      Status st = Copy(dst, c.bytes.data(), c.hdr.len);
+      if (!st.ok()) {
+        (void)Fail(st.code(), "placing a stashed chunk failed: " + st.message());
+        return;
+      }
       Complete(slot, c.hdr);
     }
     stash_bytes_ -= c.bytes.size();

@@ -128,7 +128,13 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
   m.written = 0;
   if (m.eager) {
     if (m.copy.capacity() < cfg_.eager_max) m.copy.reserve(cfg_.eager_max);  // never moves: a re-send may read it
-    m.copy.assign(m.data, m.data + size);
+    m.copy.resize(size);
+    Status st = Copy(m.copy.data(), m.data, size);   // NCCL's buffer may be GPU memory
+    if (!st.ok()) {
+      --next_seq_;
+      pending_bytes_ -= static_cast<int64_t>(size);
+      return Fail(st.code(), "eager copy of a send failed: " + st.message());
+    }
     m.data = m.copy.data();
     eager_bytes_ += size;
   }

@@ -121,4 +121,19 @@ bool Stager::Land(int key) {
   return ok;
 }
 
+Status Stager::Place(void* dst, const void* src, std::size_t len) {
+  void* ctx = nullptr;
+  if (len > 0 && GpuBuffers::Get().offered()) {
+    ctx = GpuBuffers::Get().Find(dst, len);
+    if (ctx == nullptr) ctx = GpuBuffers::Get().Find(src, len);
+  }
+  if (ctx == nullptr) {
+    if (len) std::memcpy(dst, src, len);
+    return Status::Ok();
+  }
+  constexpr int kPlaceKey = -1;   // not a stream: its own flag
+  if (!Copy(Get(kPlaceKey, 0), dst, src, len, ctx)) return error_;
+  return Status::Ok();
+}
+
 }  // namespace rr::staging

@@ -64,6 +64,10 @@ class Stager {
   const uint8_t* Pack(int key, const uint8_t* payload, std::size_t len);
   uint8_t* Divert(int key, uint8_t* dst, std::size_t len);
   bool Land(int key);
+  // Copies between the core's own host memory and NCCL's buffer, either of which may be GPU memory
+  // (the sender's eager copy at isend; a stashed eager chunk into its posted receive): through the
+  // driver when one side is a registered GPU range, else memcpy. Returns once the bytes are there.
+  Status Place(void* dst, const void* src, std::size_t len);
   uint64_t staged_bytes() const { return staged_; }
   uint64_t gpu_bytes() const { return gpu_; }
   const Status& error() const { return error_; }

@@ -91,6 +91,7 @@ bool Transfer(Pair& p, void* sbuf, void* smh, void* rbuf, void* rmh, size_t n, s
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);   // lines reach a log file even if the process dies
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::printf("SKIP: no CUDA device\n");

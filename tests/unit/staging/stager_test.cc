@@ -126,3 +126,23 @@ TEST(CudaDriver, SaysWhyItIsUnavailable) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Stager, PlaceCopiesHostChunksAndRefusesGpuChunksWithoutADriver) {
+  OfferedGuard on(true);
+  Stager s(false);
+  auto src = Bytes(3000, 9);
+  std::vector<uint8_t> dst(3000, 0);
+  ASSERT_TRUE(s.Place(dst.data(), src.data(), src.size()).ok());
+  EXPECT_EQ(dst, src);
+  if (CudaDriver::Get().available()) return;
+  std::vector<uint8_t> fake_gpu(4096, 0);
+  GpuBuffers::Get().Add(fake_gpu.data(), fake_gpu.size(), reinterpret_cast<void*>(0x1));
+  rr::Status st = s.Place(fake_gpu.data() + 8, src.data(), 100);
+  EXPECT_EQ(st.code(), rr::Code::kUnhandledCuda) << st.message();
+  EXPECT_EQ(fake_gpu[8], 0) << "a GPU chunk is never touched by the CPU";
+  st = s.Place(dst.data(), fake_gpu.data() + 8, 100);   // the sender's eager copy out of a GPU buffer
+  EXPECT_EQ(st.code(), rr::Code::kUnhandledCuda) << st.message();
+  GpuBuffers::Get().Remove(fake_gpu.data(), fake_gpu.size());
+}
+}  // namespace
