@@ -7,6 +7,7 @@
 #include "rerail/auth.h"
 #include "rerail/params.h"
 #include "rerail/tuner/health_link.h"
+#include "rerail/version.h"
 #include "staging/cuda_driver.h"
 #include "staging/stager.h"
 #include "transports/tcp/tcp.h"
@@ -90,8 +91,8 @@ Status Plugin::FirstInit(int abi_version) {
   std::ostringstream names;
   for (int i = 0; i < transport_->NumDevices(); ++i) names << (i ? "," : "") << transport_->Device(i).name;
   RR_INFO(log::kFlagInit | log::kFlagNet,
-          "rerail %s (git %s) ABI v%d, transports: %s(%s), policy %s, %d stream(s)/link, chunk %u B, nofile %lu",
-          RERAIL_VERSION_STRING, RERAIL_GIT_SHA, abi_version, transport_->name(), names.str().c_str(),
+          "rerail %s ABI v%d, transports: %s(%s), policy %s, %d stream(s)/link, chunk %u B, nofile %lu",
+          rr::Version(), abi_version, transport_->name(), names.str().c_str(),
           cfg_.policy == Policy::kFailover ? "failover" : "stripe", cfg_.streams, cfg_.chunk,
           static_cast<unsigned long>(nofile));
   return Status::Ok();

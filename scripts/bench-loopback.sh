@@ -16,11 +16,11 @@ BUILD_DIR=${BUILD_DIR:-build}
 S=${1:-${STREAMS:-2}}
 T=${BENCH_SECONDS:-3}
 R=${BENCH_ROUNDS:-3}
-bench="$BUILD_DIR/tools/rerail-netbench"
+perf="$BUILD_DIR/tools/rerail-perf/rerail-perf"
 for tool in iperf3 sockperf python3 ss; do
   command -v "$tool" >/dev/null || { echo "bench: $tool is missing (scripts/setup.sh installs it)" >&2; exit 1; }
 done
-[ -x "$bench" ] || cmake --build "$BUILD_DIR" --target rerail-netbench nccl-net-rerail
+[ -x "$perf" ] || cmake --build "$BUILD_DIR" --target rerail-perf nccl-net-rerail
 
 pids=()
 work=$(mktemp -d /tmp/rerail-bench.XXXXXX)
@@ -52,8 +52,8 @@ wait_listen "$sp_port"
 
 : >"$work/rows"
 for round in $(seq "$R"); do
-  # rerail throughput (rerail-netbench spawns its peer process; both load the plugin)
-  RERAIL_TCP_IFNAME=lo RERAIL_TCP_STREAMS=$S "$bench" --only bw --size $((64 << 20)) --iters 32 --window 8 \
+  # rerail throughput (rerail-perf netbench spawns its peer process; both load the plugin)
+  RERAIL_TCP_IFNAME=lo RERAIL_TCP_STREAMS=$S "$perf" netbench --only bw --size $((64 << 20)) --iters 32 --window 8 \
     >"$work/rr-bw.txt"
   rr_bw=$(field bw_GBps "$work/rr-bw.txt")
   # iperf3 -P S
@@ -64,7 +64,7 @@ for round in $(seq "$R"); do
   iperf3 -c 127.0.0.1 -p "$port" -P "$S" -t "$T" -J >"$work/iperf3.json"
   ip_bw=$(python3 -c 'import json,sys; print("%.4f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e9))' "$work/iperf3.json")
   # rerail latency
-  RERAIL_TCP_IFNAME=lo RERAIL_TCP_STREAMS=$S "$bench" --only lat --lat-size 8 --lat-iters 5000 >"$work/rr-lat.txt"
+  RERAIL_TCP_IFNAME=lo RERAIL_TCP_STREAMS=$S "$perf" netbench --only lat --lat-size 8 --lat-iters 5000 >"$work/rr-lat.txt"
   rr_lat=$(field lat_us "$work/rr-lat.txt")
   rr_p50=$(field lat_p50_us "$work/rr-lat.txt")
   # sockperf ping-pong

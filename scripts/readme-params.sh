@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Keep the README's RERAIL_* table equal to the one table in common/include/rerail/params_table.h.
-# Usage: scripts/readme-params.sh PARAMS_TOOL [--write]
+# Usage: scripts/readme-params.sh INFO_TOOL [--write]    (INFO_TOOL: rerail-info, which prints it with --markdown)
 #   without --write: exit 1 (and show the diff) when README.md is out of date.
 set -euo pipefail
 tool=$1

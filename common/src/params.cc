@@ -4,10 +4,13 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 
 #include "rerail/log.h"
+
+extern char** environ;
 
 namespace rr {
 namespace {
@@ -16,6 +19,7 @@ struct Value {
   int64_t i = 0;
   std::string s;
   bool set = false;
+  bool invalid = false;  // present in the environment but malformed (the default is in effect)
 };
 
 const std::vector<ParamDef>& Defs() {
@@ -112,6 +116,7 @@ Status LoadAll() {
     err = ParseOne(d, env, &parsed);
     if (!err.empty()) {
       errors += env_name + "='" + env + "' " + err + " (" + d.help + "); ";
+      v.invalid = true;
       continue;
     }
     parsed.set = true;
@@ -159,16 +164,59 @@ bool Params::IsSet(ParamId id) {
 
 const std::vector<ParamDef>& Params::Table() { return Defs(); }
 
-std::vector<std::string> Params::Dump() {
-  std::vector<std::string> lines;
+const char* SourceName(ParamState::Source s) {
+  switch (s) {
+    case ParamState::Source::kDefault: return "default";
+    case ParamState::Source::kEnv: return "env";
+    case ParamState::Source::kEnvInvalid: return "env-invalid";
+  }
+  return "?";
+}
+
+// The values as they are now, without Load() (LoadAll itself dumps them under RERAIL_DUMP_PARAMS).
+static std::vector<ParamState> Snapshot() {
+  std::vector<ParamState> out;
   for (const ParamDef& d : Defs()) {
     const Value& v = g_values[static_cast<int>(d.id)];
-    std::string val = (d.type == ParamType::kInt || d.type == ParamType::kBool) ? std::to_string(v.i) : v.s;
-    if (d.id == ParamId::JobSecret && !val.empty()) val = "(hidden)";  // a secret never reaches a log
-    lines.push_back(std::string("RERAIL_") + d.name + "=" + val + (v.set ? " (set)" : " (default)") +
-                    (d.units[0] ? std::string(" ") + d.units : std::string()));
+    ParamState p{&d, (d.type == ParamType::kInt || d.type == ParamType::kBool) ? std::to_string(v.i) : v.s, "",
+                 v.set ? ParamState::Source::kEnv
+                       : (v.invalid ? ParamState::Source::kEnvInvalid : ParamState::Source::kDefault)};
+    const char* env = std::getenv((std::string("RERAIL_") + d.name).c_str());
+    if (env != nullptr) p.env = env;
+    if (d.id == ParamId::JobSecret) {  // a secret never reaches a log or a report
+      if (!p.value.empty()) p.value = "(hidden)";
+      if (!p.env.empty()) p.env = "(hidden)";
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<ParamState> Params::State() {
+  Load().ok();
+  return Snapshot();
+}
+
+std::vector<std::string> Params::Dump() {
+  std::vector<std::string> lines;
+  for (const ParamState& p : Snapshot()) {
+    lines.push_back(std::string("RERAIL_") + p.def->name + "=" + p.value +
+                    (p.source == ParamState::Source::kEnv ? " (set)" : " (default)") +
+                    (p.def->units[0] ? std::string(" ") + p.def->units : std::string()));
   }
   return lines;
+}
+
+std::vector<std::string> Params::UnknownInEnv() {
+  std::vector<std::string> unknown;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "RERAIL_", 7) != 0) continue;
+    std::string name(*e + 7, std::strcspn(*e + 7, "="));
+    bool known = false;
+    for (const ParamDef& d : Defs()) known = known || name == d.name;
+    if (!known) unknown.push_back(name);
+  }
+  return unknown;
 }
 
 std::string Params::Markdown() {

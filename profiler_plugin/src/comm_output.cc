@@ -12,6 +12,7 @@
 
 #include "prof_abi.h"
 #include "rerail/log.h"
+#include "rerail/version.h"
 #include "profiler.h"
 #include "safe_text.h"
 #include "trace_format.h"
@@ -73,8 +74,7 @@ Status CommOutput::Open() {
   nlohmann::json other = {{"format", "rerail-trace/1"}, {"rank", ctx_->rank},
                           {"nRanks", ctx_->n_ranks},    {"nNodes", ctx_->n_nodes},
                           {"comm", Hex(ctx_->comm_id)}, {"commName", ctx_->comm_name},
-                          {"t0_unix_ns", t0_unix_ns_},  {"version", RERAIL_VERSION_STRING},
-                          {"git", RERAIL_GIT_SHA}};
+                          {"t0_unix_ns", t0_unix_ns_},  {"version", rr::Version()}};
   std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":" + DumpJson(other) + ",\"traceEvents\":[";
   std::fputs(head.c_str(), trace_);
   tail_pos_ = std::ftell(trace_);

@@ -17,6 +17,7 @@
 #include "rerail/log.h"
 #include "rerail/params.h"
 #include "rerail/prof_net_event.h"
+#include "rerail/version.h"
 #include "safe_text.h"
 
 namespace rr::prof {
@@ -218,8 +219,8 @@ Status Profiler::Init(Context** out, uint64_t comm_id, int* activation_mask, con
   }
   g.collector->Add(ctx.get());
   RR_INFO_P(kP, log::kFlagInit,
-            "rerail %s (git %s) profiler ABI v%d: rank %d/%d comm %llx '%s', recording %s, output %s",
-            RERAIL_VERSION_STRING, RERAIL_GIT_SHA, abi_version, rank, n_ranks,
+            "rerail %s profiler ABI v%d: rank %d/%d comm %llx '%s', recording %s, output %s",
+            rr::Version(), abi_version, rank, n_ranks,
             static_cast<unsigned long long>(comm_id), ctx->comm_name.c_str(), MaskNames(mask).c_str(),
             ctx->out->trace_path().c_str());
   *activation_mask = mask;

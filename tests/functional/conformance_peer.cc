@@ -1,5 +1,5 @@
 // The conformance suite's peer process: a second, independent process that loads the plugin and
-// executes the suite's commands (see tools/rerail-netbench/peer.h) on the channel at fd 3.
+// executes the suite's commands (see tools/netbench/peer.h) on the channel at fd 3.
 #include <cstdio>
 #include <cstring>
 

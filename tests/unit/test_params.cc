@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <string>
+
 #include "rerail/log.h"
 #include "rerail/params.h"
 
@@ -9,7 +12,8 @@ namespace {
 class ParamsTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* v : {"RERAIL_TCP_STREAMS", "RERAIL_POLICY", "RERAIL_DUMP_PARAMS", "RERAIL_CHUNK_SIZE"}) unsetenv(v);
+    for (const char* v : {"RERAIL_TCP_STREAMS", "RERAIL_POLICY", "RERAIL_DUMP_PARAMS", "RERAIL_CHUNK_SIZE",
+                          "RERAIL_JOB_SECRET", "RERAIL_TCP_STREMS"}) unsetenv(v);
     rr::Params::Reload().ok();
     rr::log::SetCapture(nullptr);
   }
@@ -62,6 +66,38 @@ TEST_F(ParamsTest, DumpAndMarkdownListEveryParameter) {
   EXPECT_EQ(lines.size(), rr::Params::Table().size());
   std::string md = rr::Params::Markdown();
   for (const auto& d : rr::Params::Table()) EXPECT_NE(md.find(std::string("RERAIL_") + d.name), std::string::npos);
+}
+
+// rerail-info's knob listing: effective value and where it came from, per parameter.
+TEST_F(ParamsTest, StateNamesValueAndSource) {
+  setenv("RERAIL_TCP_STREAMS", "4", 1);
+  setenv("RERAIL_POLICY", "sideways", 1);  // malformed: the default stays in effect
+  setenv("RERAIL_JOB_SECRET", "hunter2", 1);
+  EXPECT_FALSE(rr::Params::Reload().ok());
+  auto state = rr::Params::State();
+  ASSERT_EQ(state.size(), rr::Params::Table().size());
+  auto find = [&](const char* name) -> const rr::ParamState& {
+    for (const auto& p : state)
+      if (std::string(p.def->name) == name) return p;
+    ADD_FAILURE() << name;
+    return state.front();
+  };
+  EXPECT_EQ(find("TCP_STREAMS").value, "4");
+  EXPECT_STREQ(rr::SourceName(find("TCP_STREAMS").source), "env");
+  EXPECT_EQ(find("POLICY").value, "auto");
+  EXPECT_EQ(find("POLICY").env, "sideways");
+  EXPECT_STREQ(rr::SourceName(find("POLICY").source), "env-invalid");
+  EXPECT_STREQ(rr::SourceName(find("CHUNK_SIZE").source), "default");
+  EXPECT_EQ(find("JOB_SECRET").value, "(hidden)");
+  EXPECT_EQ(find("JOB_SECRET").env, "(hidden)");
+}
+
+TEST_F(ParamsTest, UnknownInEnvNamesTypos) {
+  setenv("RERAIL_TCP_STREMS", "4", 1);
+  setenv("RERAIL_TCP_STREAMS", "4", 1);
+  auto unknown = rr::Params::UnknownInEnv();
+  ASSERT_EQ(std::count(unknown.begin(), unknown.end(), "TCP_STREMS"), 1);
+  EXPECT_EQ(std::count(unknown.begin(), unknown.end(), "TCP_STREAMS"), 0);
 }
 
 }  // namespace

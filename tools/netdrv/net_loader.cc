@@ -1,6 +1,7 @@
 #include "net_loader.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstring>
 
@@ -31,7 +32,10 @@ std::unique_ptr<NetPlugin> NetPlugin::Open(const std::string& path, std::string*
     *err = "cannot load net plugin '" + path + "': " + first_err;
     return nullptr;
   }
-  p->path_ = tried;
+  // The file the dynamic loader really picked (a bare name goes through LD_LIBRARY_PATH, RUNPATH and
+  // the ld.so cache), so reports and rerail-info name it.
+  struct link_map* lm = nullptr;
+  p->path_ = (dlinfo(p->dl_, RTLD_DI_LINKMAP, &lm) == 0 && lm != nullptr && lm->l_name[0] != '\0') ? lm->l_name : tried;
   if (auto* t = static_cast<const rrNcclNet_v12_t*>(dlsym(p->dl_, "ncclNetPlugin_v12"))) {
     p->version_ = 12, p->v12_ = t, p->v11_ = reinterpret_cast<const rrNcclNet_v11_t*>(t);
   } else if (auto* t11 = static_cast<const rrNcclNet_v11_t*>(dlsym(p->dl_, "ncclNetPlugin_v11"))) {

@@ -32,7 +32,7 @@ class NetPlugin {
 
   int Version() const { return version_; }  // 10, 11 or 12
   const char* Name() const;
-  const std::string& Path() const { return path_; }
+  const std::string& Path() const { return path_; }  // the file loaded (dlinfo), not the name asked for
 
   rrNcclResult_t Init(void** ctx, uint64_t commId, rrNcclDebugLogger_t log, rrNcclProfilerCallback_t prof);
   rrNcclResult_t Finalize(void* ctx);

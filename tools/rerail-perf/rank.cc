@@ -16,6 +16,7 @@
 #include "report.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
+#include "rerail/version.h"
 #include "timeline.h"
 #include "verify.h"
 
@@ -209,7 +210,7 @@ Status RankRunner::RunColl(Coll c) {
   if (o_.rank == 0) {
     std::string devs;
     for (const std::string& d : comm_->dev_names()) devs += (devs.empty() ? "" : ", ") + d;
-    std::string desc = "plugin " + std::string(comm_->net()->Name()) + " (ncclNetPlugin_v" +
+    std::string desc = std::string("rerail ") + Version() + ": plugin " + std::string(comm_->net()->Name()) + " (ncclNetPlugin_v" +
                        std::to_string(comm_->net()->Version()) + ") from " + comm_->net()->Path() + "; devices: " +
                        devs + "; channel c uses device c mod " + std::to_string(comm_->ndev());
     report_.Preamble(o_, c, desc, lines);
@@ -283,7 +284,7 @@ Status RankRunner::Finish() {
   if (!o_.timeline_path.empty()) RR_CHECK(merged.Write(o_.timeline_path));
   if (!o_.json_path.empty()) {
     std::ofstream f(o_.json_path);
-    nlohmann::json j{{"tool", "rerail-perf"}, {"nranks", o_.nranks}, {"channels", o_.channels},
+    nlohmann::json j{{"tool", "rerail-perf"}, {"version", Version()}, {"nranks", o_.nranks}, {"channels", o_.channels},
                      {"plugin", comm_->net()->Path()}, {"results", report_.Json()},
                      {"out_of_bounds", report_.TotalWrong()}, {"cpu", cpu}};
     f << j.dump(1) << "\n";

@@ -22,7 +22,7 @@ target_link_libraries(rerail_perf_core PUBLIC rerail_prof_emu rerail_netdrv rera
 
 add_executable(rerail-perf ${CMAKE_CURRENT_LIST_DIR}/main.cc)
 set_target_properties(rerail-perf PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tools/rerail-perf)
-target_link_libraries(rerail-perf PRIVATE rerail_perf_core)
+target_link_libraries(rerail-perf PRIVATE rerail_perf_core rerail_netbench_lib)
 target_compile_definitions(rerail-perf PRIVATE RERAIL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 # Default plugin: the rerail net plugin built in this tree, when its target exists.
 if(TARGET nccl-net-rerail)

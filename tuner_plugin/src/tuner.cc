@@ -11,6 +11,7 @@
 #include "rerail/log.h"
 #include "rerail/params.h"
 #include "rerail/tuner/health_link.h"
+#include "rerail/version.h"
 
 namespace rr::tuner {
 namespace {
@@ -85,8 +86,7 @@ std::shared_ptr<const Settings> Acquire(rrTunerLogger_t log, int abi_version) {
   std::lock_guard<std::mutex> lk(g_mu);
   if (g_refs++ == 0 || g_settings == nullptr) {
     char line[160];
-    snprintf(line, sizeof(line), "rerail %s (git %s), tuner ABI v%d", RERAIL_VERSION_STRING, RERAIL_GIT_SHA,
-             abi_version);
+    snprintf(line, sizeof(line), "rerail %s, tuner ABI v%d", rr::Version(), abi_version);
     LogTo(log, static_cast<int>(log::Level::kInfo), line);
     g_settings = LoadSettings(log);
   }

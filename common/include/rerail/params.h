@@ -38,6 +38,20 @@ struct ParamDef {
   const char* help;
 };
 
+// One parameter as it is in effect now (rerail-info, RERAIL_DUMP_PARAMS).
+struct ParamState {
+  enum class Source {
+    kDefault,     // not in the environment: the built-in default
+    kEnv,         // parsed from the environment
+    kEnvInvalid,  // in the environment but malformed: the default is in effect (Load() reported it)
+  };
+  const ParamDef* def;
+  std::string value;  // the effective value as text; "(hidden)" for a non-empty RERAIL_JOB_SECRET
+  std::string env;    // the raw environment text when present (also hidden for the secret), else ""
+  Source source;
+};
+const char* SourceName(ParamState::Source s);  // "default", "env", "env-invalid"
+
 class Params {
  public:
   // Parse every parameter from the environment (idempotent; first call wins unless Reload()).
@@ -52,8 +66,12 @@ class Params {
   static const std::vector<ParamDef>& Table();
   // Markdown table of every parameter (for the README).
   static std::string Markdown();
-  // One "RERAIL_NAME=value (default ...)" line per parameter.
+  // One "RERAIL_NAME=value (set|default) units" line per parameter.
   static std::vector<std::string> Dump();
+  // Every parameter in table order with its effective value and where it came from.
+  static std::vector<ParamState> State();
+  // Names (without RERAIL_) of RERAIL_* environment variables that are no parameter: most likely typos.
+  static std::vector<std::string> UnknownInEnv();
 };
 
 }  // namespace rr

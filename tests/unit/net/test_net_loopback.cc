@@ -16,6 +16,7 @@
 #include "net_loader.h"
 #include "rerail/clock.h"
 #include "rerail/sock.h"
+#include "rerail/version.h"
 
 namespace {
 
@@ -23,6 +24,7 @@ using rr::netdrv::NetPlugin;
 
 std::mutex g_log_mu;
 std::vector<std::string> g_warns;
+std::vector<std::string> g_infos;
 
 void Logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
   char buf[1024];
@@ -30,10 +32,9 @@ void Logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
-  if (level == 2) {
-    std::lock_guard<std::mutex> lk(g_log_mu);
-    g_warns.push_back(buf);
-  }
+  std::lock_guard<std::mutex> lk(g_log_mu);
+  if (level == 2) g_warns.push_back(buf);
+  if (level == 3) g_infos.push_back(buf);
 }
 
 int CountFds() {
@@ -138,6 +139,16 @@ std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
   std::vector<uint8_t> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 12)) & 0xff);
   return v;
+}
+
+// One INFO line at init names the version (rr::Version(), from git describe) and the transports.
+TEST_F(Loopback, InitLineNamesVersion) {
+  const std::string want = std::string("NET/rerail : rerail ") + rr::Version() + " ABI v";
+  std::lock_guard<std::mutex> lk(g_log_mu);
+  int found = 0;
+  for (const std::string& l : g_infos) found += l.rfind(want, 0) == 0 && l.find("transports: tcp") != std::string::npos;
+  EXPECT_EQ(found, 1) << "no init line starting with '" << want << "'";
+  EXPECT_STRNE(rr::Version(), "");
 }
 
 TEST_F(Loopback, PropertiesDescribeLoopbackRail) {

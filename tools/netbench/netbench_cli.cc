@@ -1,4 +1,5 @@
-// rerail-netbench — loopback throughput and latency of a net plugin between two processes.
+// `rerail-perf netbench` (formerly rerail-netbench) — loopback throughput and latency of a net plugin
+// between two processes.
 //
 // The process spawns a copy of itself as the peer (--peer, commanded over a socketpair), both load the
 // plugin, and they connect one send and one recv comm each way exactly as NCCL's proxy would. Then:
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "netbench_cli.h"
 #include "oob.h"
 #include "peer.h"
 #include "plan.h"
@@ -24,7 +26,7 @@ namespace nb = rr::netbench;
 namespace {
 
 struct Options {
-  std::string plugin = RERAIL_NET_PLUGIN_PATH;
+  std::string plugin;
   uint64_t size = 64ull << 20;
   uint64_t iters = 48;
   int window = 8;
@@ -35,7 +37,7 @@ struct Options {
 };
 
 int Die(const char* what, const Status& s) {
-  std::fprintf(stderr, "rerail-netbench: %s: %s\n", what, s.ToString().c_str());
+  std::fprintf(stderr, "rerail-perf netbench: %s: %s\n", what, s.ToString().c_str());
   for (const auto& l : nb::LogCapture::Take())
     if (l.level == 2) std::fprintf(stderr, "  plugin WARN: %s\n", l.text.c_str());
   return 1;
@@ -79,7 +81,7 @@ int Main(const Options& o) {
   nb::LogCapture::SetEcho(o.verbose);
   nb::PeerClient peer;
   json r;
-  Status s = peer.Spawn("/proc/self/exe", {"--peer"}, {});
+  Status s = peer.Spawn("/proc/self/exe", {"netbench", "--peer"}, {});
   if (s.ok()) s = peer.Call({{"cmd", "open"}, {"plugin", o.plugin}, {"dev", 0}}, &r, 30000);
   if (!s.ok()) return Die("peer", s);
   std::unique_ptr<nb::Endpoint> ep;
@@ -130,12 +132,14 @@ int Main(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{"rerail-netbench: two-process loopback throughput/latency of an NCCL net plugin"};
+int rr::netbench::CliMain(int argc, char** argv, const std::string& default_plugin) {
+  CLI::App app{"rerail-perf netbench: two-process loopback throughput/latency of an NCCL net plugin"};
+  app.name("rerail-perf netbench");
   Options o;
+  o.plugin = default_plugin;
   bool peer_mode = false;
   std::string only;
-  app.add_option("--plugin", o.plugin, "net plugin: path or NCCL_NET_PLUGIN-style name");
+  app.add_option("--plugin", o.plugin, "net plugin: path or NCCL_NET_PLUGIN-style name")->capture_default_str();
   app.add_option("--size", o.size, "bytes per throughput message")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   app.add_option("--iters", o.iters, "throughput messages")->check(CLI::Range(1, 100000));
