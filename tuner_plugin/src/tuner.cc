@@ -54,6 +54,7 @@ std::shared_ptr<const Settings> LoadSettings(rrTunerLogger_t log) {
     LogTo(log, static_cast<int>(log::Level::kWarn), m.c_str());
   }
   s->enabled = Params::Bool(ParamId::TunerEnable);
+  s->use_health = Params::Bool(ParamId::TunerHealth);
   s->refresh_ns = static_cast<uint64_t>(Params::Int(ParamId::TunerRefreshMs)) * 1'000'000ull;
   s->channels_per_rail = static_cast<int>(Params::Int(ParamId::TunerChannelsPerRail));
   s->board_path = Params::Str(ParamId::TunerBoard);
@@ -122,7 +123,8 @@ CommTuner::CommTuner(uint64_t comm_id, size_t nranks, size_t nnodes, rrTunerLogg
       "refresh %llu ms, %d channels per healthy rail when degraded, %zu rule(s)",
       static_cast<unsigned long long>(comm_id_), nranks_, nnodes_,
       !settings_->enabled ? "disabled (RERAIL_TUNER_ENABLE=0): NCCL's choices stand"
-      : crosses_network_  ? "spans nodes: network costs follow rail health"
+      : crosses_network_  ? (settings_->use_health ? "spans nodes: network costs follow rail health"
+                                                   : "spans nodes: rail health logged only (RERAIL_TUNER_HEALTH=0)")
                           : "single node: nothing crosses the network, NCCL's choices stand",
       settings_->board_path.c_str(), static_cast<unsigned long long>(settings_->refresh_ns / 1'000'000ull),
       settings_->channels_per_rail, rule_logged_.size());
@@ -148,7 +150,7 @@ void CommTuner::Refresh(uint64_t now_ns) {
   next_refresh_ns_ = now_ns + settings_->refresh_ns;
   Decision d;
   d.view = source_.Read();
-  if (d.view.Degraded() && d.view.usable > 0) {
+  if (settings_->use_health && d.view.Degraded() && d.view.usable > 0) {
     d.scale = static_cast<float>(1.0 / d.view.capacity);
     if (settings_->channels_per_rail > 0) {
       int c = d.view.usable * settings_->channels_per_rail;
@@ -175,6 +177,10 @@ void CommTuner::LogDecision(const Decision& d) {
   } else if (!v.Degraded()) {
     Log(static_cast<int>(log::Level::kInfo), "comm %#llx: %d/%d rails healthy (%s); NCCL's choices stand", id,
         v.usable, v.total, SourceName(v.source));
+  } else if (!settings_->use_health) {
+    Log(static_cast<int>(log::Level::kInfo),
+        "comm %#llx: %d/%d rails healthy (%s); NCCL's choices stand (RERAIL_TUNER_HEALTH=0: choices must agree across ranks)",
+        id, v.usable, v.total, SourceName(v.source));
   } else if (v.usable == 0) {
     Log(static_cast<int>(log::Level::kWarn),
         "comm %#llx: 0/%d rails healthy (%s): the net plugin is waiting for a rail to come back; NCCL's "
@@ -205,7 +211,7 @@ void CommTuner::GetCollInfo(int coll, size_t nbytes, float* table, int num_algo,
   }
   const RuleSet* rs = settings_->rules.get();
   if (rs != nullptr && !rs->rules.empty()) {
-    const Rule* r = MatchRule(rs->rules, coll, nbytes, cur_.view.Degraded());
+    const Rule* r = MatchRule(rs->rules, coll, nbytes, settings_->use_health && cur_.view.Degraded());
     if (r != nullptr) ApplyRule(*r, coll, nbytes, table, num_algo, num_proto, nchannels);
   }
 }
@@ -227,7 +233,10 @@ void CommTuner::ApplyRule(const Rule& r, int coll, size_t nbytes, float* table, 
     if (best >= 0) table[best] = 0.0f;
   }
   int ch = r.channels;
-  if (r.channels_rails) ch = cur_.view.valid && cur_.view.usable > 0 ? cur_.view.usable * settings_->channels_per_rail : 0;
+  if (r.channels_rails) {   // without health, every rail counts: the same number on every rank
+    int rails = settings_->use_health ? cur_.view.usable : cur_.view.total;
+    ch = cur_.view.valid && rails > 0 ? rails * settings_->channels_per_rail : 0;
+  }
   if (ch > kMaxChannels) ch = kMaxChannels;
   if (ch > 0 && nchannels != nullptr) *nchannels = ch;
   size_t idx = static_cast<size_t>(&r - settings_->rules->rules.data());

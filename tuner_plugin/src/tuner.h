@@ -41,6 +41,9 @@ namespace rr::tuner {
 
 struct Settings {
   bool enabled = true;
+  // Rail health may change NCCL's choices (RERAIL_TUNER_HEALTH; the plugin's default is off, see
+  // params_table.h: a choice that differs between ranks breaks the collective).
+  bool use_health = true;
   uint64_t refresh_ns = 100'000'000;
   int channels_per_rail = 2;
   std::string board_path;  // resolved: RERAIL_TUNER_BOARD, else <RERAIL_BOARD_DIR>/rerail-board.<pid>.net

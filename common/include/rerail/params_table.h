@@ -51,6 +51,7 @@
            "Per-thread profiler ring (128 B records, rounded up to a power of 2); when full, records are dropped and counted") \
   /* tuner */                                                                                              \
   RR_PARAM(TunerEnable, "TUNER_ENABLE", kBool, "1", "", "", "0: the tuner plugin loads but leaves every NCCL choice alone") \
+  RR_PARAM(TunerHealth, "TUNER_HEALTH", kBool, "0", "", "", "1: this rank's rail health changes NCCL's choices (bandwidth terms, channels, degraded rules). Off by default: NCCL needs every rank to make the same choice per collective and ranks see failures and failbacks at different times (a wrong all_reduce on a GPU run); rules without a health condition always apply") \
   RR_PARAM(TunerRefreshMs, "TUNER_REFRESH_MS", kInt, "100", "ms", "0:60000",                              \
            "How often the tuner re-reads rail health (0: on every collective)")                           \
   RR_PARAM(TunerChannelsPerRail, "TUNER_CHANNELS_PER_RAIL", kInt, "2", "channels", "0:64",                  \

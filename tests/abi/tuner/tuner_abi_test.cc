@@ -107,6 +107,7 @@ class TunerAbiTest : public ::testing::TestWithParam<int> {
     dir_ = tmpl;
     setenv("RERAIL_BOARD_DIR", dir_.c_str(), 1);
     setenv("RERAIL_TUNER_REFRESH_MS", "0", 1);  // re-read health on every call: deterministic tests
+    setenv("RERAIL_TUNER_HEALTH", "1", 1);     // these tests are about health-driven choices (off by default)
     unsetenv("RERAIL_TUNER_CONFIG");
     unsetenv("RERAIL_TUNER_ENABLE");
     unsetenv("RERAIL_TUNER_CHANNELS_PER_RAIL");
@@ -217,6 +218,19 @@ TEST_P(TunerAbiTest, DegradedBoardScalesNetworkCostsAndChannels) {
     ExpectScaled(t, 0.75);
   }
   EXPECT_EQ(CountLog("3/4 rails healthy (board): network bandwidth terms x1.33, channels 6"), 1) << DumpLog();
+}
+
+// The default: rail health is logged but changes nothing, so every rank makes NCCL's own choice.
+// (With health on, a rank that saw a failback before its peer chose differently and an all_reduce
+// came out wrong in a real NCCL run on a GPU.)
+TEST_P(TunerAbiTest, HealthIsOffByDefaultSoRanksAgree) {
+  unsetenv("RERAIL_TUNER_HEALTH");
+  MakeBoard(4, 1);
+  Init(16, 2);
+  CostTable t;
+  EXPECT_EQ(Call(&t), 0) << "channel count left to NCCL";
+  ExpectScaled(t, 1.0);
+  EXPECT_EQ(CountLog("3/4 rails healthy (board); NCCL's choices stand (RERAIL_TUNER_HEALTH=0"), 1) << DumpLog();
 }
 
 TEST_P(TunerAbiTest, SmallMessagesKeepNcclChannelCount) {

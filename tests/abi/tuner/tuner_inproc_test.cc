@@ -52,6 +52,7 @@ TEST(TunerInProcess, ReadsTheNetPluginOfItsLibrary) {
   setenv("RERAIL_LINK_EVENTS", "0", 1);
   setenv("RERAIL_BOARD_DIR", tmpl, 1);
   setenv("RERAIL_TUNER_REFRESH_MS", "0", 1);
+  setenv("RERAIL_TUNER_HEALTH", "1", 1);
   void* h = dlopen(RERAIL_NET_SO, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(h, nullptr) << dlerror();
   auto* net = static_cast<const rrNcclNet_v11_t*>(dlsym(h, "ncclNetPlugin_v11"));

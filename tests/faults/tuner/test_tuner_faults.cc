@@ -71,6 +71,7 @@ TEST_F(TunerFaults, LinkDownReachesBothTuners) {
   setenv("RERAIL_TCP_IFNAME", "rail", 1);
   setenv("RERAIL_LINK_EVENTS", "1", 1);
   setenv("RERAIL_BOARD", "1", 1);
+  setenv("RERAIL_TUNER_HEALTH", "1", 1);
   setenv("RERAIL_BOARD_DIR", tmpl, 1);
   setenv("RERAIL_TUNER_REFRESH_MS", "0", 1);
   setenv("RERAIL_TUNER_CHANNELS_PER_RAIL", "2", 1);

@@ -122,6 +122,7 @@ TEST(TunerInProcessRegistry, CommTunerFollowsThePublisher) {
   std::vector<std::string> lines;
   log::SetCapture([&](log::Level, const std::string& l) { lines.push_back(l); });
   setenv("RERAIL_TUNER_REFRESH_MS", "0", 1);
+  setenv("RERAIL_TUNER_HEALTH", "1", 1);
   setenv("RERAIL_TUNER_BOARD", "/nonexistent/board", 1);
   auto settings = Acquire(nullptr);
   g_states = {0, 0, 0, 0};
