@@ -46,11 +46,27 @@ Status ExpandBracket(const std::string& body, const std::string& whole, std::vec
   return Status::Ok();
 }
 
+// "fd00::2", "::ffff:10.0.0.1", "fe80::1%eth0": hex digits, ':' and '.', then an optional "%<interface>".
+bool Ipv6Literal(const std::string& s) {
+  size_t pct = s.find('%');
+  std::string addr = s.substr(0, pct);
+  if (addr.find(':') == std::string::npos || addr.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+    return false;
+  if (pct == std::string::npos) return true;
+  std::string ifname = s.substr(pct + 1);
+  return !ifname.empty() && ifname.size() < 16 &&
+         ifname.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == std::string::npos;
+}
+
 // One top-level item: literal text with any number of [..] groups (cartesian product).
 Status ExpandItem(const std::string& item, const std::string& whole, std::vector<std::string>* out) {
-  // "[fd00::2]" is an IPv6 literal, not a range.
+  // "[fd00::2]" is an IPv6 literal, not a range; anything else with ':' in brackets is malformed (it
+  // would become a host name holding ',' or ']': found by tests/fuzz/fuzz_hostlist).
   if (item.front() == '[' && item.back() == ']' && item.find(':') != std::string::npos) {
-    out->push_back(item.substr(1, item.size() - 2));
+    std::string inner = item.substr(1, item.size() - 2);
+    if (!Ipv6Literal(inner))
+      return Status::InvalidUsage("malformed node list '" + whole + "': '" + item + "' is not an IPv6 literal");
+    out->push_back(inner);
     return Status::Ok();
   }
   std::vector<std::string> partial = {""};
