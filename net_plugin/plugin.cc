@@ -8,6 +8,7 @@
 #include "rerail/params.h"
 #include "rerail/tuner/health_link.h"
 #include "transports/tcp/tcp.h"
+#include "rerail/version.h"
 
 namespace rr::net {
 namespace {

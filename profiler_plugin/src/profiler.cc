@@ -18,6 +18,7 @@
 #include "rerail/params.h"
 #include "rerail/prof_net_event.h"
 #include "safe_text.h"
+#include "rerail/version.h"
 
 namespace rr::prof {
 namespace {

@@ -11,6 +11,7 @@
 #include "rerail/log.h"
 #include "rerail/params.h"
 #include "rerail/tuner/health_link.h"
+#include "rerail/version.h"
 
 namespace rr::tuner {
 namespace {
