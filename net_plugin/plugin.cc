@@ -11,6 +11,7 @@
 #include "staging/cuda_driver.h"
 #include "staging/stager.h"
 #include "transports/tcp/tcp.h"
+#include "rerail/version.h"
 
 namespace rr::net {
 namespace {

@@ -28,7 +28,6 @@ using wire::Reply;
 
 namespace {
 
-constexpr size_t kMaxBlob = 1 << 20;
 constexpr uint64_t kBackoffMinMs = 2, kBackoffMaxMs = 50;  // a refused connect costs a SYN and a RST
 
 // Client side: the one request this rank has in flight.
@@ -98,7 +97,6 @@ class Exchange::Impl {
   void ServeAccept();
   bool ServeConn(InConn* c, short revents);  // false: drop the connection
   void HandleRequest(InConn* c);
-  bool ShapeOk(const wire::Request& r) const;
   void TryAnswer(InConn* c);
   void Finish(Status s);
   bool ShouldExit();
@@ -108,6 +106,7 @@ class Exchange::Impl {
   int n_ = 0, rank_ = 0;
   size_t blob_ = 0;
   uint64_t magic_ = 0;
+  wire::Shape shape_{};  // what every request and response must match
   std::string table_;  // n_ * blob_ bytes, blob i at i * blob_
   int held_ = 1;       // this rank holds blobs rank_ .. rank_ + held_ - 1 (mod n_)
   int listen_fd_ = -1, wake_fd_ = -1;
@@ -149,9 +148,9 @@ Status Exchange::Impl::Init() {
   blob_ = opts_.blob.size();
   if (rank_ < 0 || rank_ >= n_)
     return Status::InvalidArg("exchange rank " + std::to_string(rank_) + " is outside 0.." + std::to_string(n_ - 1));
-  if (blob_ == 0 || blob_ > kMaxBlob)
+  if (blob_ == 0 || blob_ > wire::kMaxBlob)
     return Status::InvalidArg("exchange blob of " + std::to_string(blob_) + " bytes (must be 1.." +
-                              std::to_string(kMaxBlob) + ")");
+                              std::to_string(wire::kMaxBlob) + ")");
   if (opts_.algorithm != ExchangeAlgorithm::kBruck && opts_.algorithm != ExchangeAlgorithm::kRing)
     return Status::InvalidArg("unknown exchange algorithm " + std::to_string(static_cast<int>(opts_.algorithm)));
   magic_ = job_.Magic(opts_.group);
@@ -163,6 +162,8 @@ Status Exchange::Impl::Init() {
       return Status::Internal("bootstrap exchange: HMAC of the job secret failed");
     std::memcpy(&magic_, t.data(), sizeof(magic_));
   }
+  shape_ = wire::Shape{magic_, static_cast<uint32_t>(n_), static_cast<uint32_t>(blob_),
+                       static_cast<uint32_t>(opts_.algorithm)};
   table_.assign(static_cast<size_t>(n_) * blob_, '\0');
   std::memcpy(&table_[static_cast<size_t>(rank_) * blob_], opts_.blob.data(), blob_);
   if (opts_.algorithm == ExchangeAlgorithm::kRing) {
@@ -278,20 +279,22 @@ void Exchange::Impl::RequestFailed(const std::string& why) {
 Status Exchange::Impl::CheckHeader(size_t* total) {
   wire::Response h;
   std::memcpy(&h, cbuf_.data(), sizeof(h));
-  if (!auth::ConstantTimeEqual(&h.magic, &magic_, sizeof(magic_)))
-    return Status::Remote("rank " + std::to_string(peer_) + " at " + peer_addr_.ToString() + " answered with magic " +
-                          Hex(h.magic) + ", expected " + Hex(magic_) +
-                          ": a process of another job or group holds the planned port");
-  if (h.reply != static_cast<uint32_t>(Reply::kOk))
-    return Status::Remote("rank " + std::to_string(peer_) + " at " + peer_addr_.ToString() + " refused the request (" +
-                          (h.reply == static_cast<uint32_t>(Reply::kBadMagic) ? "wrong magic"
-                                                                               : "nranks/blob size/step mismatch") + ")");
-  bool good = bye_phase_ ? h.count == 0
-                        : h.first_rank == cur_first_ && h.count >= cur_min_ && h.count <= cur_count_ && h.blob_size == blob_;
-  if (!good)
-    return Status::Remote("rank " + std::to_string(peer_) + " at " + peer_addr_.ToString() + " sent a malformed response");
-  *total = sizeof(h) + static_cast<size_t>(h.count) * blob_;
-  cur_got_ = h.count;
+  const wire::Expect e{bye_phase_, cur_first_, cur_min_, cur_count_};
+  uint32_t blocks = 0;
+  const std::string who = "rank " + std::to_string(peer_) + " at " + peer_addr_.ToString();
+  switch (wire::CheckResponse(h, shape_, e, &blocks)) {
+    case wire::Verdict::kOk: break;
+    case wire::Verdict::kBadMagic:
+      return Status::Remote(who + " answered with magic " + Hex(h.magic) + ", expected " + Hex(magic_) +
+                            ": a process of another job or group holds the planned port");
+    case wire::Verdict::kRefused:
+      return Status::Remote(who + " refused the request (" +
+                            (h.reply == static_cast<uint32_t>(Reply::kBadMagic) ? "wrong magic"
+                                                                                 : "nranks/blob size/step mismatch") + ")");
+    case wire::Verdict::kMalformed: return Status::Remote(who + " sent a malformed response");
+  }
+  *total = sizeof(h) + static_cast<size_t>(blocks) * blob_;
+  cur_got_ = blocks;
   return Status::Ok();
 }
 
@@ -371,9 +374,8 @@ void Exchange::Impl::ServeAccept() {
 void Exchange::Impl::TryAnswer(InConn* c) {
   wire::Request r;
   std::memcpy(&r, c->req, sizeof(r));
-  int offset = (static_cast<int>(r.first) - rank_ + n_) % n_;
-  if (offset >= held_ || held_ - offset < static_cast<int>(r.min_count)) return;  // stay parked
-  uint32_t cnt = std::min(static_cast<uint32_t>(held_ - offset), r.count);
+  uint32_t cnt = wire::AnswerCount(r, static_cast<uint32_t>(rank_), static_cast<uint32_t>(n_), static_cast<uint32_t>(held_));
+  if (cnt == 0) return;  // stay parked until enough blocks are held
   c->parked = false;
   wire::Response h{magic_, static_cast<uint32_t>(Reply::kOk), r.first, cnt, static_cast<uint32_t>(blob_)};
   c->out.assign(reinterpret_cast<const char*>(&h), sizeof(h));
@@ -382,21 +384,11 @@ void Exchange::Impl::TryAnswer(InConn* c) {
   c->have = 0;
 }
 
-bool Exchange::Impl::ShapeOk(const wire::Request& r) const {
-  uint32_t n = static_cast<uint32_t>(n_);
-  if (r.nranks != n || r.blob_size != blob_ || r.algorithm != static_cast<uint32_t>(opts_.algorithm) || r.from_rank >= n)
-    return false;
-  if (r.kind == static_cast<uint32_t>(Kind::kBye)) return true;
-  return r.kind == static_cast<uint32_t>(Kind::kPull) && r.first < n && r.min_count >= 1 && r.min_count <= r.count &&
-         r.count < n;
-}
-
 void Exchange::Impl::HandleRequest(InConn* c) {
   wire::Request r;
   std::memcpy(&r, c->req, sizeof(r));
-  Reply bad = Reply::kOk;
-  if (!auth::ConstantTimeEqual(&r.magic, &magic_, sizeof(magic_))) {
-    bad = Reply::kBadMagic;
+  const Reply bad = wire::CheckRequest(r, shape_);
+  if (bad == Reply::kBadMagic) {
     if (auth::JobSecret().empty())
       RR_WARN("bootstrap exchange group %llu rank %d: rejected a stranger from %s: magic %016llx, expected %016llx "
               "(another job or an older group on this port)", static_cast<unsigned long long>(opts_.group), rank_,
@@ -406,8 +398,7 @@ void Exchange::Impl::HandleRequest(InConn* c) {
               "(RERAIL_JOB_SECRET differs or is missing, or another group on this port)",
               static_cast<unsigned long long>(opts_.group), rank_, wire::PeerName(c->fd).c_str(),
               static_cast<unsigned long long>(r.magic));
-  } else if (!ShapeOk(r)) {
-    bad = Reply::kBadShape;
+  } else if (bad == Reply::kBadShape) {
     RR_WARN("bootstrap exchange group %llu rank %d: rejected a request from %s: nranks %u blob %u algorithm %u "
             "rank %u blocks %u+%u, expected nranks %d blob %zu algorithm %u", static_cast<unsigned long long>(opts_.group),
             rank_, wire::PeerName(c->fd).c_str(), r.nranks, r.blob_size, r.algorithm, r.from_rank, r.first, r.count, n_,

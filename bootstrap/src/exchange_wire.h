@@ -46,6 +46,43 @@ struct Response {  // server -> client, 24 bytes, then count * blob_size bytes f
 };
 static_assert(sizeof(Response) == 24, "response layout");
 
+// ---- Message checks (pure functions: no socket, no clock; tests/fuzz/fuzz_boot_wire drives them).
+
+// What one exchange expects of every request and response it sees.
+struct Shape {
+  uint64_t magic;      // per (job, group), keyed by RERAIL_JOB_SECRET when set
+  uint32_t nranks;     // >= 1
+  uint32_t blob_size;  // 1..kMaxBlob
+  uint32_t algorithm;  // ExchangeAlgorithm
+};
+constexpr uint32_t kMaxBlob = 1u << 20;
+
+// Server: the verdict on a request read from a connection. Magic first (constant time), then the
+// shape: same nranks, blob size and algorithm, from_rank < nranks; a pull also needs first < nranks and
+// 1 <= min_count <= count < nranks. A bye needs nothing more.
+Reply CheckRequest(const Request& r, const Shape& s);
+
+// Server: how many blocks to answer a pull (already accepted by CheckRequest) with, when this rank
+// holds blocks rank .. rank+held-1 (mod nranks), 1 <= held <= nranks. 0: not enough held yet (the
+// request stays parked). Otherwise the answer is blocks first .. first+n-1 (mod nranks) with
+// min_count <= n <= count, every one of them held.
+uint32_t AnswerCount(const Request& r, uint32_t rank, uint32_t nranks, uint32_t held);
+
+// Client: what it expects of the answer to the request in flight.
+struct Expect {
+  bool bye;            // a bye: the answer carries no block
+  uint32_t first;      // pull: blocks from here (mod nranks)
+  uint32_t min_count;  // pull: at least this many
+  uint32_t count;      // pull: at most this many
+};
+enum class Verdict {
+  kOk,         // *blocks (<= e.count) blobs of s.blob_size bytes follow the header
+  kBadMagic,   // another job or group answered
+  kRefused,    // the server rejected the request (h.reply says why)
+  kMalformed,  // a reply that no exchange of this shape sends
+};
+Verdict CheckResponse(const Response& h, const Shape& s, const Expect& e, uint32_t* blocks);
+
 // Non-blocking TCP helpers. All return Status; none blocks.
 Status Listen(const SockAddr& addr, int* fd);
 // Starts a connect; *fd is a non-blocking socket whose completion is signalled by POLLOUT.

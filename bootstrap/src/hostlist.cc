@@ -8,8 +8,6 @@
 namespace rr::boot {
 namespace {
 
-constexpr size_t kMaxHosts = 65536;
-
 bool AllDigits(const std::string& s) {
   if (s.empty()) return false;
   for (char c : s)
@@ -24,7 +22,7 @@ std::string Pad(unsigned long v, size_t width) {
 }
 
 // "001-004,010" -> {"001","002","003","004","010"}
-Status ExpandBracket(const std::string& body, const std::string& whole, std::vector<std::string>* out) {
+Status ExpandBracket(const std::string& body, const std::string& whole, size_t max_hosts, std::vector<std::string>* out) {
   size_t pos = 0;
   while (pos <= body.size()) {
     size_t comma = body.find(',', pos);
@@ -38,7 +36,9 @@ Status ExpandBracket(const std::string& body, const std::string& whole, std::vec
     unsigned long a = std::stoul(lo), b = std::stoul(hi);
     if (b < a)
       return Status::InvalidUsage("malformed node list '" + whole + "': range '" + item + "' goes backwards");
-    if (b - a >= kMaxHosts) return Status::InvalidUsage("node list '" + whole + "' expands to too many hosts");
+    // Bounded per range and in total, so "[0-65535,0-65535,...]" cannot allocate without limit.
+    if (b - a >= max_hosts || out->size() + (b - a) >= max_hosts)
+      return Status::InvalidUsage("node list '" + whole + "' expands to too many hosts");
     for (unsigned long v = a; v <= b; ++v) out->push_back(Pad(v, lo.size()));
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -46,11 +46,27 @@ Status ExpandBracket(const std::string& body, const std::string& whole, std::vec
   return Status::Ok();
 }
 
+// "fd00::2", "::ffff:10.0.0.1", "fe80::1%eth0": hex digits, ':' and '.', then an optional "%<interface>".
+bool Ipv6Literal(const std::string& s) {
+  size_t pct = s.find('%');
+  std::string addr = s.substr(0, pct);
+  if (addr.find(':') == std::string::npos || addr.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+    return false;
+  if (pct == std::string::npos) return true;
+  std::string ifname = s.substr(pct + 1);
+  return !ifname.empty() && ifname.size() < 16 &&
+         ifname.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == std::string::npos;
+}
+
 // One top-level item: literal text with any number of [..] groups (cartesian product).
-Status ExpandItem(const std::string& item, const std::string& whole, std::vector<std::string>* out) {
-  // "[fd00::2]" is an IPv6 literal, not a range.
+Status ExpandItem(const std::string& item, const std::string& whole, size_t max_hosts, std::vector<std::string>* out) {
+  // "[fd00::2]" is an IPv6 literal, not a range; anything else with ':' in brackets is malformed (it
+  // would become a host name holding ',' or ']': found by tests/fuzz/fuzz_hostlist).
   if (item.front() == '[' && item.back() == ']' && item.find(':') != std::string::npos) {
-    out->push_back(item.substr(1, item.size() - 2));
+    std::string inner = item.substr(1, item.size() - 2);
+    if (!Ipv6Literal(inner))
+      return Status::InvalidUsage("malformed node list '" + whole + "': '" + item + "' is not an IPv6 literal");
+    out->push_back(inner);
     return Status::Ok();
   }
   std::vector<std::string> partial = {""};
@@ -66,9 +82,9 @@ Status ExpandItem(const std::string& item, const std::string& whole, std::vector
     if (close == std::string::npos)
       return Status::InvalidUsage("malformed node list '" + whole + "': '[' without ']'");
     std::vector<std::string> values;
-    RR_CHECK(ExpandBracket(item.substr(open + 1, close - open - 1), whole, &values));
-    if (partial.size() * values.size() > kMaxHosts)
-      return Status::InvalidUsage("node list '" + whole + "' expands to more than 65536 hosts");
+    RR_CHECK(ExpandBracket(item.substr(open + 1, close - open - 1), whole, max_hosts, &values));
+    if (partial.size() * values.size() > max_hosts)
+      return Status::InvalidUsage("node list '" + whole + "' expands to more than " + std::to_string(max_hosts) + " hosts");
     std::vector<std::string> next;
     for (const auto& p : partial)
       for (const auto& v : values) next.push_back(p + v);
@@ -81,7 +97,7 @@ Status ExpandItem(const std::string& item, const std::string& whole, std::vector
 
 }  // namespace
 
-Status ExpandHostList(const std::string& text, std::vector<std::string>* out) {
+Status ExpandHostList(const std::string& text, std::vector<std::string>* out, size_t max_hosts) {
   out->clear();
   std::string item;
   int depth = 0;
@@ -92,8 +108,9 @@ Status ExpandHostList(const std::string& text, std::vector<std::string>* out) {
     if (trimmed.empty()) return Status::InvalidUsage("malformed node list '" + text + "': empty host name");
     if (trimmed.find_first_of(" \t") != std::string::npos)
       return Status::InvalidUsage("malformed node list '" + text + "': blank inside '" + trimmed + "'");
-    RR_CHECK(ExpandItem(trimmed, text, out));
-    if (out->size() > kMaxHosts) return Status::InvalidUsage("node list '" + text + "' has more than 65536 hosts");
+    RR_CHECK(ExpandItem(trimmed, text, max_hosts, out));
+    if (out->size() > max_hosts)
+      return Status::InvalidUsage("node list '" + text + "' has more than " + std::to_string(max_hosts) + " hosts");
     item.clear();
     return Status::Ok();
   };

@@ -241,6 +241,13 @@ void SendCore::OnAck(uint64_t ack, uint64_t credit) {
   if (ack <= acked_ || ack > next_seq_) return;
   for (; acked_ < ack; ++acked_) {
     TxMsg& m = msgs_[acked_ % RxTracker::kWindow];
+    if (!m.scheduled) {
+      // Only a broken or hostile peer acknowledges chunks that were never sent; the buffer goes back
+      // to NCCL now, so none of the rest may be handed out later (found by tests/fuzz/fuzz_send_core).
+      pending_bytes_ -= static_cast<int64_t>(m.size - m.next_off);
+      m.next_off = m.size;
+      m.scheduled = true;
+    }
     Complete(m);
     if (m.eager) eager_bytes_ -= m.size, m.eager = false;
   }

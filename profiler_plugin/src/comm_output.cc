@@ -16,6 +16,7 @@
 #include "profiler.h"
 #include "safe_text.h"
 #include "trace_format.h"
+#include "rerail/version.h"
 
 namespace rr::prof {
 namespace {

@@ -19,6 +19,7 @@
 #include "rerail/prof_net_event.h"
 #include "rerail/version.h"
 #include "safe_text.h"
+#include "rerail/version.h"
 
 namespace rr::prof {
 namespace {

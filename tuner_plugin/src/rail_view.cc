@@ -99,6 +99,7 @@ bool RailSource::MapBoard() {
   fd_ = fd;
   base_ = base;
   size_ = size;
+  mapped_rails_ = h->max_rails;  // the slots the size check covered; the header may change later
   problem_.clear();
   return true;
 }
@@ -108,6 +109,7 @@ void RailSource::UnmapBoard() {
   if (fd_ >= 0) close(fd_);
   base_ = nullptr;
   size_ = 0;
+  mapped_rails_ = 0;
   fd_ = -1;
 }
 
@@ -123,7 +125,9 @@ int RailSource::ReadBoardStates(uint32_t* states, int max) {
   if (base_ == nullptr && !MapBoard()) return 0;
   const auto* h = static_cast<const BoardHeader*>(base_);
   uint32_t n = h->num_rails.load(std::memory_order_acquire);
-  if (n > h->max_rails) n = h->max_rails;
+  // Clamp to the slots checked at map time, not to the live max_rails: a writer (another version,
+  // or a hostile process) may raise it afterwards, and slots past the file would fault (SIGBUS).
+  if (n > mapped_rails_) n = mapped_rails_;
   if (n > static_cast<uint32_t>(max)) n = static_cast<uint32_t>(max);
   const auto* slots = reinterpret_cast<const RailSlot*>(static_cast<const char*>(base_) + sizeof(BoardHeader));
   for (uint32_t i = 0; i < n; ++i) {

@@ -71,6 +71,7 @@ class RailSource {
   int fd_ = -1;
   const void* base_ = nullptr;
   size_t size_ = 0;
+  uint32_t mapped_rails_ = 0;  // max_rails when mapped: the slots known to lie inside the file
 };
 
 // The default board path of this process: <RERAIL_BOARD_DIR>/rerail-board.<pid>.net.

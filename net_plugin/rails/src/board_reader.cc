@@ -19,18 +19,16 @@
 namespace rr::rails {
 namespace {
 
-// A writer preempted in mid-update (odd seq) keeps readers waiting; on a loaded host that can last
-// milliseconds, so the bound is in time, and only a writer that died mid-update exhausts it.
-constexpr uint64_t kSeqlockPatienceNs = 200ull * 1000 * 1000;
-
 std::string FixedString(const char* s, size_t n) { return std::string(s, strnlen(s, n)); }
 
-RailSnapshot ReadSlot(const RailSlot& s) {
+// A writer preempted in mid-update (odd seq) keeps readers waiting; on a loaded host that can last
+// milliseconds, so the bound is in time, and only a writer that died mid-update exhausts it.
+RailSnapshot ReadSlot(const RailSlot& s, uint64_t patience_ns) {
   RailSnapshot r;
   r.index = static_cast<int>(s.index);
   r.name = FixedString(s.name, sizeof(s.name));
   r.torn = true;
-  const uint64_t give_up = NowNs() + kSeqlockPatienceNs;
+  const uint64_t give_up = patience_ns == 0 ? 0 : NowNs() + patience_ns;
   for (int i = 0;; ++i) {
     uint32_t s1 = s.seq.load(std::memory_order_acquire);
     r.state = static_cast<RailState>(s.state.load(std::memory_order_relaxed));
@@ -42,7 +40,7 @@ RailSnapshot ReadSlot(const RailSlot& s) {
       r.torn = false;
       break;
     }
-    if (i > 64 && NowNs() > give_up) break;
+    if (patience_ns == 0 || (i > 64 && NowNs() > give_up)) break;
     if (i > 16) usleep(i > 64 ? 50 : 0);
   }
   r.bw_estimate_bps = s.bw_estimate_bps.load(std::memory_order_relaxed);
@@ -64,7 +62,9 @@ std::string CheckHeader(const BoardHeader& h, size_t file_size) {
   if (h.version != kBoardVersion)
     return "layout version " + std::to_string(h.version) + ", this reader knows " + std::to_string(kBoardVersion);
   if (h.header_size != sizeof(BoardHeader) || h.slot_size != sizeof(RailSlot)) return "header/slot size mismatch";
-  if (h.total_size != BoardSize(h.max_rails) || h.total_size > file_size) return "size fields do not fit the file";
+  // 64-bit: a hostile max_rails must not wrap the product back into the file (found by fuzz_rails).
+  const uint64_t want = sizeof(BoardHeader) + uint64_t{h.max_rails} * sizeof(RailSlot);
+  if (h.total_size != want || want > file_size) return "size fields do not fit the file";
   if (h.num_rails.load(std::memory_order_acquire) > h.max_rails) return "num_rails > max_rails";
   return "";
 }
@@ -101,6 +101,27 @@ bool ProcessAlive(pid_t pid, uint64_t start_ticks) {
   return now == 0 || now == start_ticks;  // unreadable /proc: assume alive rather than delete
 }
 
+Status ParseBoard(const void* base, size_t size, const std::string& path, BoardSnapshot* out,
+                  uint64_t seqlock_patience_ns) {
+  if (size < sizeof(BoardHeader)) return Status::InvalidArg(path + ": too small to be a rail-health board");
+  const auto* h = static_cast<const BoardHeader*>(base);
+  std::string bad = CheckHeader(*h, size);
+  if (!bad.empty()) return Status::InvalidArg(path + ": " + bad);
+  BoardSnapshot b;
+  b.path = path;
+  b.pid = h->pid;
+  b.comm = FixedString(h->comm, sizeof(h->comm));
+  b.tag = FixedString(h->tag, sizeof(h->tag));
+  b.netns_inode = h->netns_inode;
+  b.created_realtime_ns = h->created_realtime_ns;
+  b.heartbeat_ns = h->heartbeat_ns.load(std::memory_order_relaxed);
+  const auto* slots = reinterpret_cast<const RailSlot*>(h + 1);
+  uint32_t n = h->num_rails.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < n; ++i) b.rails.push_back(ReadSlot(slots[i], seqlock_patience_ns));
+  *out = std::move(b);
+  return Status::Ok();
+}
+
 Status ReadBoard(const std::string& path, BoardSnapshot* out) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::System("open(" + path + ")");
@@ -113,25 +134,14 @@ Status ReadBoard(const std::string& path, BoardSnapshot* out) {
   void* base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (base == MAP_FAILED) return Status::System("mmap(" + path + ")");
-  const auto* h = static_cast<const BoardHeader*>(base);
-  std::string bad = CheckHeader(*h, size);
-  if (!bad.empty()) {
-    munmap(base, size);
-    return Status::InvalidArg(path + ": " + bad);
-  }
   BoardSnapshot b;
-  b.path = path;
-  b.pid = h->pid;
-  b.comm = FixedString(h->comm, sizeof(h->comm));
-  b.tag = FixedString(h->tag, sizeof(h->tag));
-  b.netns_inode = h->netns_inode;
-  b.created_realtime_ns = h->created_realtime_ns;
-  b.heartbeat_ns = h->heartbeat_ns.load(std::memory_order_relaxed);
-  b.alive = ProcessAlive(h->pid, h->pid_start_ticks);
-  const auto* slots = reinterpret_cast<const RailSlot*>(h + 1);
-  uint32_t n = h->num_rails.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < n; ++i) b.rails.push_back(ReadSlot(slots[i]));
+  Status s = ParseBoard(base, size, path, &b);
+  if (s.ok()) {
+    const auto* h = static_cast<const BoardHeader*>(base);
+    b.alive = ProcessAlive(h->pid, h->pid_start_ticks);
+  }
   munmap(base, size);
+  if (!s.ok()) return s;
   *out = std::move(b);
   return Status::Ok();
 }

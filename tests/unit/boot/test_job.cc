@@ -46,6 +46,31 @@ TEST(BootHostList, MalformedListsSayWhy) {
   EXPECT_NE(ExpandError("gpu[[1-2]]").find("nested"), std::string::npos);
   EXPECT_NE(ExpandError("n[0-99999]").find("too many"), std::string::npos);
   EXPECT_NE(ExpandError("a b").find("blank"), std::string::npos);
+  // Regression (tests/fuzz/fuzz_hostlist): brackets with ':' are an IPv6 literal only when they hold
+  // one; this used to give the host name "fd00::4},16.:4".
+  EXPECT_NE(ExpandError("[fd00::4},16.:4]").find("not an IPv6 literal"), std::string::npos);
+  EXPECT_NE(ExpandError("[1:2]x[3]").find("not an IPv6 literal"), std::string::npos);
+  EXPECT_NE(ExpandError("[fe80::1%]").find("not an IPv6 literal"), std::string::npos);
+}
+
+// The bound holds inside one bracket too: "[0-65535,0-65535,...]" used to build every value first.
+TEST(BootHostList, BoundHoldsWithinOneBracket) {
+  std::vector<std::string> h;
+  EXPECT_TRUE(ExpandHostList("n[1-3,4-6]", &h, 6).ok());
+  EXPECT_EQ(h.size(), 6u);
+  rr::Status s = ExpandHostList("n[1-3,4-6]", &h, 5);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("too many"), std::string::npos) << s.message();
+  std::string many = "n[";
+  for (int i = 0; i < 100; ++i) many += "0-60000,";
+  many += "1]";
+  EXPECT_NE(ExpandError(many).find("too many"), std::string::npos);
+}
+
+TEST(BootHostList, Ipv6LiteralsKeepWorking) {
+  std::vector<std::string> h;
+  ASSERT_TRUE(ExpandHostList("[fd00::2],[fe80::1%eth0],[::ffff:10.0.0.1],n[1-2]", &h).ok());
+  EXPECT_EQ(h, (std::vector<std::string>{"fd00::2", "fe80::1%eth0", "::ffff:10.0.0.1", "n1", "n2"}));
 }
 
 EphemeralPorts Eph(int lo, int hi) {

@@ -676,4 +676,37 @@ TEST(Core, NoCompletionWhileALateDuplicateStillWritesIntoTheBuffer) {
 }
 
 }  // namespace
+// Regression (tests/fuzz/fuzz_send_core): a peer acknowledging a message of which only some chunks
+// were sent completed the send (NCCL may then free or reuse the buffer) and the core still handed
+// out its remaining chunks, reading the freed buffer. The rest must never be sent.
+TEST(Core, AnAckForChunksNeverSentStopsTheMessageAtOnce) {
+  CoreConfig cfg;
+  cfg.chunk = 4096;
+  cfg.eager_max = 0;
+  uint64_t now = 1000 * kMs;
+  SendCore send(cfg, 0x77, {SendCore::LinkSpec{0, 1e9, "l0"}}, nullptr, now);
+  LinkCommand c;
+  while (send.NextCommand(&c)) send.OnLinkUp(now, c.link);
+  auto buf = std::make_unique<std::vector<uint8_t>>(3 * cfg.chunk, 0x11);
+  bool posted = false;
+  ASSERT_TRUE(send.Isend(now, buf->data(), buf->size(), buf.get(), &posted).ok());
+  ASSERT_TRUE(posted);
+  // Credit for message 0, then one chunk goes out.
+  send.OnControl(now, 0, Frame{FrameMagic(FrameType::kAck), 0, 0x77, 0, 0, 1, 0});
+  TxFrame tx;
+  ASSERT_TRUE(send.NextTx(now, 0, &tx));
+  ASSERT_EQ(tx.hdr.offset, 0u);
+  // The peer claims the whole message: the send completes and NCCL takes the buffer back.
+  send.OnControl(now, 0, Frame{FrameMagic(FrameType::kAck), 0, 0x77, 0, 1, 1, 0});
+  Completion done;
+  ASSERT_TRUE(send.NextCompletion(&done));
+  EXPECT_EQ(done.owner, buf.get());
+  buf.reset();
+  // Nothing of it may be handed out any more (the payload would point into the freed buffer).
+  for (int i = 0; i < 4; ++i) {
+    if (!send.NextTx(now, 0, &tx)) continue;
+    EXPECT_NE(TypeOf(tx.hdr), FrameType::kData) << "chunk at offset " << tx.hdr.offset << " of an acknowledged message";
+  }
+}
+
 }  // namespace rr::net

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "rerail/log.h"
 #include "rerail/rails/board.h"
@@ -229,6 +230,32 @@ TEST_F(BoardTest, ForeignAndFutureFilesAreReportedNotDeleted) {
   EXPECT_NE(std::find(r.removed.begin(), r.removed.end(), small), r.removed.end());
   EXPECT_NE(std::find(r.removed.begin(), r.removed.end(), tmp), r.removed.end());
   EXPECT_NE(access(tmp.c_str(), F_OK), 0);
+}
+
+// Regression (tests/fuzz/fuzz_rails): max_rails * sizeof(RailSlot) wrapped in 32 bits, so a board
+// claiming 2^25 rails passed the size check with a 104-byte total and readers walked off the file.
+TEST(BoardParse, HugeMaxRailsCannotWrapTheSizeCheck) {
+  std::vector<uint64_t> img(sizeof(BoardHeader) / 8 + 2 * sizeof(RailSlot) / 8, 0);
+  auto* h = reinterpret_cast<BoardHeader*>(img.data());
+  h->magic.store(kBoardMagic);
+  h->version = kBoardVersion;
+  h->header_size = sizeof(BoardHeader);
+  h->slot_size = sizeof(RailSlot);
+  h->max_rails = 1u << 25;  // 2^25 * 128 = 2^32
+  h->total_size = BoardSize(h->max_rails);
+  ASSERT_EQ(h->total_size, sizeof(BoardHeader));  // the wrap itself
+  h->num_rails.store(1000);
+  BoardSnapshot b;
+  rr::Status s = ParseBoard(img.data(), img.size() * 8, "wrapped", &b, 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("size fields do not fit"), std::string::npos) << s.message();
+  // The same image with honest sizes parses, slot by slot.
+  h->max_rails = 2;
+  h->total_size = BoardSize(2);
+  h->num_rails.store(2);
+  ASSERT_TRUE(ParseBoard(img.data(), img.size() * 8, "honest", &b, 0).ok());
+  EXPECT_EQ(b.rails.size(), 2u);
+  EXPECT_FALSE(b.alive);  // ParseBoard never looks at the publisher
 }
 
 TEST(BoardProcess, AliveChecksPidAndStartTime) {

@@ -1,5 +1,6 @@
 // Unit tests of the tuner's pieces below the ABI (tuner_plugin/src).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "rail_view.h"
 #include "rerail/log.h"
+#include "rerail/rails/board_layout.h"
 #include "rerail/rails/rail_health.h"
 #include "rerail/tuner/health_link.h"
 #include "rules.h"
@@ -99,6 +101,33 @@ int Publish(void* /*arg*/, uint32_t* states, int max) {
   int n = static_cast<int>(g_states.size()) < max ? static_cast<int>(g_states.size()) : max;
   for (int i = 0; i < n; ++i) states[i] = g_states[i];
   return n;
+}
+
+// A board whose header grows after the tuner mapped it (max_rails and num_rails raised by a hostile or
+// broken writer) must not make the tuner read slots past the file: that faulted with SIGBUS.
+TEST(TunerRailView, BoardHeaderRaisedAfterMappingIsClampedToTheMappedSlots) {
+  char path[] = "/tmp/rerail-tuner-boardXXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  rr::rails::BoardHeader h{};
+  h.magic.store(rr::rails::kBoardMagic);
+  h.version = rr::rails::kBoardVersion;
+  h.header_size = sizeof(rr::rails::BoardHeader);
+  h.slot_size = sizeof(rr::rails::RailSlot);
+  h.max_rails = 0;
+  h.total_size = rr::rails::BoardSize(0);
+  ASSERT_EQ(write(fd, &h, sizeof(h)), static_cast<ssize_t>(sizeof(h)));
+  RailSource src(0xabc, path);
+  EXPECT_FALSE(src.Read().valid);  // a board without rails says nothing
+  // The header now claims 32 rails in use; the file still ends after the header.
+  h.max_rails = rr::rails::kBoardMaxRails;
+  h.num_rails.store(rr::rails::kBoardMaxRails);
+  ASSERT_EQ(pwrite(fd, &h, sizeof(h), 0), static_cast<ssize_t>(sizeof(h)));
+  RailView v = src.Read();
+  EXPECT_FALSE(v.valid);
+  EXPECT_EQ(v.total, 0);
+  close(fd);
+  unlink(path);
 }
 
 TEST(TunerInProcessRegistry, KeyedByCommIdThenProcessWide) {

@@ -45,8 +45,10 @@ struct JobSpec {
 // Expands a Slurm-style node list: "gpu[001-004,010],login1,rack[1-2]-n[1-2]". Brackets hold ranges
 // "lo-hi" and single numbers separated by commas; zero padding follows the width of "lo". Several
 // bracket groups in one name multiply. Errors (unbalanced brackets, reversed or empty ranges,
-// non-digits, more than 65536 hosts) name the offending text.
-Status ExpandHostList(const std::string& text, std::vector<std::string>* out);
+// non-digits, more than max_hosts hosts) name the offending text. max_hosts bounds the work and memory
+// any text can cause, including inside one bracket (tests and the fuzzer pass smaller bounds).
+constexpr size_t kMaxHosts = 65536;
+Status ExpandHostList(const std::string& text, std::vector<std::string>* out, size_t max_hosts = kMaxHosts);
 
 // Fills a JobSpec from RERAIL_HOSTS, RERAIL_RANKS_PER_HOST, RERAIL_PORT_BASE, RERAIL_PORT_SPAN,
 // RERAIL_JOB_ID (rr::Params). Documented aliases, used when the RERAIL_ variable is not set:

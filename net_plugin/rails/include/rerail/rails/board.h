@@ -106,6 +106,15 @@ struct BoardSnapshot {
 // this layout version; the message says which check failed).
 Status ReadBoard(const std::string& path, BoardSnapshot* out);
 
+// Parses a board image: `size` bytes at `base` (8-byte aligned: a mapping of a board file or a copy),
+// written by a process that may run another rerail version, be dying, or be hostile. Accepts it only
+// when every size field fits `size`; never reads outside it. `path` only names the board in messages.
+// A slot whose seqlock does not settle within seqlock_patience_ns comes back torn (0: one try). Does
+// not look at the publisher (out->alive stays false; ReadBoard fills it). Errors: kInvalidArgument.
+constexpr uint64_t kSeqlockPatienceNs = 200ull * 1000 * 1000;
+Status ParseBoard(const void* base, size_t size, const std::string& path, BoardSnapshot* out,
+                  uint64_t seqlock_patience_ns = kSeqlockPatienceNs);
+
 struct ScanResult {
   std::vector<BoardSnapshot> boards;   // live (and, without remove_stale, stale) boards, by pid
   std::vector<std::string> removed;    // stale board files unlinked
