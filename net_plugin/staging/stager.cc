@@ -64,25 +64,27 @@ Stager::Slot& Stager::Get(int key, std::size_t len) {
 
 bool Stager::Copy(Slot& s, void* dst, const void* src, std::size_t len, void* ctx) {
   ++s.ticket;
-  CopyJob job{dst, src, len, &s.flag, s.ticket, ctx};
-  Status st = engine_.Submit(job);
-  if (!st.ok()) {
-    if (ctx != nullptr) {   // GPU memory: only the driver can copy it
-      error_ = st;
-      return false;
-    }
-    if (len) std::memcpy(dst, src, len);   // a refused engine: copy here, the bytes must still be right
+  if (ctx == nullptr) {
+    // Host memory: the caller waits for the copy anyway, so it runs here. A hand-off to the copy
+    // thread added a wake-up per chunk and, on a busy host, a wait for a time slice: forced staging
+    // ran at 0.11 of direct on 2 x 1 Gbit/s rails with the CPUs loaded, with the same bytes moved.
+    if (len) std::memcpy(dst, src, len);
     s.flag.store(s.ticket, std::memory_order_release);
+    staged_ += len;
+    return true;
+  }
+  Status st = engine_.Submit(CopyJob{dst, src, len, &s.flag, s.ticket, ctx});
+  if (!st.ok()) {   // GPU memory: only the driver can copy it
+    error_ = st;
+    return false;
   }
   while (s.flag.load(std::memory_order_acquire) != s.ticket) std::this_thread::yield();
-  if (ctx != nullptr) {
-    Status e = engine_.Error();
-    if (!e.ok()) {
-      error_ = e;
-      return false;
-    }
-    gpu_ += len;
+  Status e = engine_.Error();
+  if (!e.ok()) {
+    error_ = e;
+    return false;
   }
+  gpu_ += len;
   staged_ += len;
   return true;
 }

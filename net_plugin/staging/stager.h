@@ -2,10 +2,11 @@
 // them directly:
 //   * GPU buffers (NCCL_PTR_CUDA registrations, see GpuBuffers below): TCP cannot read or write GPU
 //     memory, so every chunk of a registered GPU range is copied by the CUDA driver (CudaDriver).
-//   * RERAIL_FORCE_STAGING=1: host buffers too, through memcpy on the copy thread, so the functional
+//   * RERAIL_FORCE_STAGING=1: host buffers too, through memcpy into the slots, so the functional
 //     and fault suites exercise the staged path on hosts without a GPU.
-//   sender:   Pack(key, payload, len) copies the payload into the stream's bounce slot through the
-//             copy engine, waits for the slot's ready flag, and returns the slot: the stream writes the
+//   sender:   Pack(key, payload, len) copies the payload into the stream's bounce slot (host memory:
+//             memcpy on the calling thread; GPU memory: the copy thread with the CUDA driver, waiting
+//             for the slot's ready flag) and returns the slot: the stream writes the
 //             frame from there. A stream fetches its next frame only once the previous one is fully
 //             written, so its slot is reused only after the wire is done with it. A payload that
 //             needs no staging is returned as is.
