@@ -47,6 +47,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <string>
@@ -118,6 +119,14 @@ class Comm {
   explicit Comm(uint32_t magic) : magic_(magic), pool_(this) {}
   virtual ~Comm() = default;
   uint32_t magic() const { return magic_; }
+  // The magic of a pointer NCCL handed over that may not be a Comm at all (misuse): read as raw bytes
+  // at magic_'s place (right after the vtable pointer), never through a member access, which on a
+  // foreign object is undefined behaviour (UBSan's vptr check caught RegMr doing that).
+  static uint32_t PeekMagic(const void* p) {
+    uint32_t m;
+    std::memcpy(&m, static_cast<const char*>(p) + sizeof(void*), sizeof(m));
+    return m;
+  }
   // Drives I/O, then reports whether `r` is done (and its size). Frees `r` when done.
   virtual Status Test(Request* r, int* done, int* size) = 0;
   RequestPool& pool() { return pool_; }

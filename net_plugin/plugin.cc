@@ -1,5 +1,7 @@
 #include "plugin.h"
 
+#include <type_traits>
+
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -40,7 +42,10 @@ struct MemReg {
 template <typename T>
 Status CheckObj(void* p, uint32_t magic, const char* what) {
   if (p == nullptr) return Status::Internal(std::string(what) + " is NULL");
-  if (static_cast<T*>(p)->magic() != magic) return Status::Internal(std::string(what) + " is not a rerail object");
+  uint32_t m;
+  if constexpr (std::is_base_of_v<Comm, T>) m = Comm::PeekMagic(p);  // no member access on a foreign object
+  else m = static_cast<T*>(p)->magic();
+  if (m != magic) return Status::Internal(std::string(what) + " is not a rerail object");
   return Status::Ok();
 }
 
@@ -368,7 +373,7 @@ Status Plugin::RegMr(void* comm, void* data, size_t size, int type, void** mhand
   if (mhandle == nullptr) return Status::Internal("regMr with a NULL handle pointer");
   *mhandle = nullptr;
   if (comm == nullptr) return Status::Internal("regMr on a NULL comm");
-  uint32_t m = static_cast<Comm*>(comm)->magic();
+  uint32_t m = Comm::PeekMagic(comm);
   if (m != kSendCommMagic && m != kRecvCommMagic) return Status::Internal("regMr on an object that is not a rerail comm");
   bool gpu = type == RR_NCCL_PTR_CUDA && staging::GpuBuffers::Get().offered();
   if (type != RR_NCCL_PTR_HOST && !gpu) {

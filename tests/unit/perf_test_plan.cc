@@ -19,6 +19,14 @@
 namespace rr::perf {
 namespace {
 
+// memcpy/memmove of 0 bytes from or to an empty vector's NULL data() is undefined (UBSan: nonnull).
+void Copy(void* dst, const void* src, size_t n) {
+  if (n > 0) std::memcpy(dst, src, n);
+}
+void Move(void* dst, const void* src, size_t n) {
+  if (n > 0) std::memmove(dst, src, n);
+}
+
 const Coll kAll[] = {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter,
                      Coll::kBroadcast, Coll::kSendRecv,  Coll::kAllToAll};
 
@@ -77,7 +85,7 @@ std::vector<std::vector<char>> Interpret(const std::vector<Plan>& plans, DataTyp
     const Plan& p = plans[r];
     if (p.in_place) {
       bufs[r].assign(std::max(p.in_bytes, p.out_bytes), 0);
-      std::memcpy(bufs[r].data() + p.in_offset, (*ins)[r].data(), p.in_bytes);
+      Copy(bufs[r].data() + p.in_offset, (*ins)[r].data(), p.in_bytes);
       in[r] = bufs[r].data() + p.in_offset, out[r] = bufs[r].data() + p.out_offset;
     } else {
       bufs[r] = (*ins)[r];
@@ -112,14 +120,14 @@ std::vector<std::vector<char>> Interpret(const std::vector<Plan>& plans, DataTyp
           }
           char *src = in[r] + e.src, *dst = out[r] + e.dst;
           switch (e.op) {
-            case ElemOp::kSend: std::memcpy(tx.data(), src, e.bytes); break;
-            case ElemOp::kCopySend: std::memmove(dst, src, e.bytes), std::memcpy(tx.data(), src, e.bytes); break;
+            case ElemOp::kSend: Copy(tx.data(), src, e.bytes); break;
+            case ElemOp::kCopySend: Move(dst, src, e.bytes), Copy(tx.data(), src, e.bytes); break;
             case ElemOp::kRecvReduceSend: reduce(tx.data(), rx.data(), src, e.bytes); break;
-            case ElemOp::kRecvReduceCopySend: reduce(dst, rx.data(), src, e.bytes), std::memcpy(tx.data(), dst, e.bytes); break;
-            case ElemOp::kRecvCopySend: std::memcpy(dst, rx.data(), e.bytes), tx = rx; break;
-            case ElemOp::kRecv: std::memcpy(dst, rx.data(), e.bytes); break;
+            case ElemOp::kRecvReduceCopySend: reduce(dst, rx.data(), src, e.bytes), Copy(tx.data(), dst, e.bytes); break;
+            case ElemOp::kRecvCopySend: Copy(dst, rx.data(), e.bytes), tx = rx; break;
+            case ElemOp::kRecv: Copy(dst, rx.data(), e.bytes); break;
             case ElemOp::kRecvReduceCopy: reduce(dst, rx.data(), src, e.bytes); break;
-            case ElemOp::kCopy: std::memmove(dst, src, e.bytes); break;
+            case ElemOp::kCopy: Move(dst, src, e.bytes); break;
           }
           if (NeedsSend(e.op)) {
             const ConnKey& k = plans[r].conns[st.send_conn];
