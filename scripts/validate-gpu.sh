@@ -13,6 +13,7 @@
 # tests (on the GPU: rerail-kernels-gpu-test, also under compute-sanitizer when present) and benchmark.
 # Prints PASS/FAIL/NOT RUN lines and exits 0 only if nothing failed and something ran. Without a GPU it stops at once with a FAIL line saying why.
 #
+# A GPU machine without the build's dependencies: scripts/bundle-for-gpu.sh here, then run there.
 # Env: BUILD_DIR (default build), PYTHON (default python3), OUT_DIR (logs; default a temp dir),
 # RANK_TIMEOUT (s per torch rank, 300), SANITIZER_TIMEOUT (s, 300), VALIDATE_FAULT_ITERS (60),
 # FAULT_RUNS (netns fault runs, 1), STEPS (default "host gpu plugin netns kernels": the parts to run).
