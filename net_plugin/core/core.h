@@ -81,7 +81,7 @@
 // (cfg.backoff_*). A link is never failed for a stall while it is the last one alive; with no
 // working link for cfg.giveup_ns the connection fails and every pending request errors.
 //
-// RDMA (how #8 plugs in without touching the core; not implemented yet)
+// RDMA: how the IB transport of issue 12 maps onto this interface, with no change to the core
 //   * A stream = an RC QP; OnWritten/OnTxDone when the WRITE is posted; "delivered" samples from
 //     successful completions (RC: the remote ACK came back): acked_bytes = completed bytes,
 //     in_flight = posted - completed. A WC error = OnLinkError; flush errors of later WRs are
