@@ -39,6 +39,12 @@ struct MemReg {
   int type = 0;
 };
 
+void FreeMemReg(MemReg* mr) {
+  if (mr->type == RR_NCCL_PTR_CUDA) staging::GpuBuffers::Get().Remove(mr->data, mr->size);
+  mr->magic = 0;
+  delete mr;
+}
+
 template <typename T>
 Status CheckObj(void* p, uint32_t magic, const char* what) {
   if (p == nullptr) return Status::Internal(std::string(what) + " is NULL");
@@ -51,10 +57,32 @@ Status CheckObj(void* p, uint32_t magic, const char* what) {
 
 }  // namespace
 
+namespace {
+Plugin* g_plugin = nullptr;  // set once by Get(); freed by FreeAtUnload when nothing uses it
+}  // namespace
+
 Plugin& Plugin::Get() {
-  static Plugin* p = new Plugin();  // never destroyed: NCCL may call from threads during exit
+  static Plugin* p = g_plugin = new Plugin();
   return *p;
 }
+
+// Library unload: dlclose, or exit() with the library still loaded. A Plugin whose every init was
+// finalized is freed (nothing NCCL holds points into it, and no NCCL thread calls in without an init
+// first), so a process that loads and unloads rerail ends with nothing of it left. One still in use is
+// kept: exit() may run while NCCL's proxy threads are inside a call, and they must find it intact.
+void Plugin::FreeAtUnload() {
+  if (g_plugin == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lk(g_plugin->mu_);
+    if (g_plugin->refs_ != 0) return;
+  }
+  delete g_plugin;
+  g_plugin = nullptr;
+}
+
+namespace {
+__attribute__((destructor)) void FreePluginAtUnload() { Plugin::FreeAtUnload(); }
+}  // namespace
 
 Status Plugin::FirstInit(int abi_version) {
   RR_CHECK(Params::Load());
@@ -212,6 +240,9 @@ void Plugin::ReleaseAll() {
   recvs_.clear();
   listens_.clear();
   connecting_.clear();
+  if (!mrs_.empty()) RR_INFO(log::kFlagNet, "finalize: freeing %zu memory registration(s) NCCL left", mrs_.size());
+  for (void* mr : mrs_) FreeMemReg(static_cast<MemReg*>(mr));
+  mrs_.clear();
 }
 
 Status Plugin::Finalize(void* ctx) {
@@ -387,21 +418,22 @@ Status Plugin::RegMr(void* comm, void* data, size_t size, int type, void** mhand
     RR_CHECK(staging::CudaDriver::Get().ContextFor(data, &ctx));
     staging::GpuBuffers::Get().Add(data, size, ctx);
   }
-  auto* mr = new MemReg();
+  auto mr = std::make_unique<MemReg>();
   mr->data = data;
   mr->size = size;
   mr->type = type;
-  *mhandle = mr;
+  std::lock_guard<std::mutex> lk(mu_);
+  mrs_.insert(mr.get());
+  *mhandle = mr.release();
   return Status::Ok();
 }
 
 Status Plugin::DeregMr(void* /*comm*/, void* mhandle) {
   if (mhandle == nullptr) return Status::Ok();
-  auto* mr = static_cast<MemReg*>(mhandle);
-  if (mr->magic != kMrMagic) return Status::Internal("deregMr of a handle rerail did not create");
-  if (mr->type == RR_NCCL_PTR_CUDA) staging::GpuBuffers::Get().Remove(mr->data, mr->size);
-  mr->magic = 0;
-  delete mr;
+  std::lock_guard<std::mutex> lk(mu_);
+  // Looked up, not dereferenced: a foreign or already freed handle is refused without touching it.
+  if (mrs_.erase(mhandle) == 0) return Status::Internal("deregMr of a handle rerail did not create or already freed");
+  FreeMemReg(static_cast<MemReg*>(mhandle));
   return Status::Ok();
 }
 

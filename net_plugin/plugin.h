@@ -1,7 +1,8 @@
 // rerail — the net plugin implementation behind the ABI shims (abi/net_v10.cc, v11, v12).
 //
 // Contract
-//   * One process-global Plugin. Init() is reference-counted: NCCL calls v11/v12 init once per
+//   * One process-global Plugin, freed when the library is unloaded with no init left open
+//     (FreeAtUnload). Init() is reference-counted: NCCL calls v11/v12 init once per
 //     communicator (v10 once per process); the first Init sets the logger, loads RERAIL_* (bad value →
 //     kInvalidUsage with a WARN), raises RLIMIT_NOFILE, discovers devices and logs one INFO line; the
 //     Finalize() matching the last Init closes whatever comms NCCL left open, joins every thread and
@@ -45,6 +46,9 @@ namespace rr::net {
 class Plugin {
  public:
   static Plugin& Get();
+  // Called once when the library is unloaded (a destructor function): frees the Plugin unless an
+  // init is still unmatched by a finalize.
+  static void FreeAtUnload();
 
   // comm_id: NCCL's commHash (v11/v12 init; 0 for v10). The rail health of this process is published
   // to the tuner's in-process registry (rerail/tuner/health_link.h) for comm_id and for 0 (every comm).
@@ -92,6 +96,7 @@ class Plugin {
   std::set<SendComm*> sends_;
   std::set<RecvComm*> recvs_;
   std::set<ListenComm*> listens_;
+  std::set<void*> mrs_;  // live regMr handles (MemReg): deregMr checks membership; the last finalize frees the rest
   // connect() in progress: (handle address, nonce) → the send comm being set up.
   std::map<std::pair<const void*, Nonce>, std::unique_ptr<SendComm>> connecting_;
 };

@@ -22,6 +22,10 @@ export CCACHE_DIR=${CCACHE_DIR:-/work/.ccache}
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 [ -n "$runs$secs" ] || secs="-max_total_time=30"
+# rerail's stderr logger prints every WARN a malformed input provokes (two syscalls and a write each):
+# quiet, the core targets run 2.2x the executions per second (send_core: 44.9 k vs 20.5 k in 20 s).
+# The messages are still formatted, so the format paths stay fuzzed. NCCL_DEBUG=WARN shows them.
+export NCCL_DEBUG=${NCCL_DEBUG:-VERSION}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DRERAIL_FUZZ=ON -DRERAIL_BUILD_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRERAIL_ENABLE_CUDA=OFF "${launcher[@]}" >/dev/null
 targets=$(cd tests/fuzz && ls fuzz_*.cc | sed 's/\.cc$//' | grep -E "$filter")

@@ -26,11 +26,9 @@ if [ "${1:-}" = "--sanitize" ]; then
   # CUDA kernels are not instrumented by the sanitizers; the CPU staging backend is what runs here.
   export BUILD_DIR CMAKE_ARGS="${CMAKE_ARGS:-} -DRERAIL_SANITIZE=$san -DRERAIL_ENABLE_CUDA=OFF"
   # A report stops the process with a failing status (abort), so the test that ran it fails.
-  # detect_leaks=0, for now and with a reason: the net plugin's process-wide Plugin is immortal by design
-  # (NCCL may call in from threads during exit), and every test driver dlclose()s the plugin, after which
-  # LeakSanitizer sees everything it held as leaked (42 of 258 unit+functional tests, all passing with
-  # leak checks off). Freeing it on unload is the fix (open; ASAN_OPTIONS=detect_leaks=1 shows them).
-  export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=0:disable_coredump=1}
+  # Leak checks are on: the net plugin frees itself when it is unloaded with no init left open, so test
+  # drivers that dlclose it leave nothing behind. No suppression file.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:disable_coredump=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:second_deadlock_stack=1${RERAIL_TSAN_SUPP:+:suppressions=$RERAIL_TSAN_SUPP}}
   ulimit -c 0
@@ -48,7 +46,7 @@ if [ -n "$san" ]; then
   # A report in any attempt fails the run, also one from a child process whose exit status its test
   # does not check, and one in an attempt that a retry then passed.
   log="$BUILD_DIR/Testing/Temporary/LastTest.log"
-  pat='ERROR: (Address|Leak)Sanitizer|runtime error: |WARNING: ThreadSanitizer|ERROR: ThreadSanitizer'
+  pat='ERROR: (Address|Leak)Sanitizer|LeakSanitizer has encountered a fatal error|runtime error: |WARNING: ThreadSanitizer|ERROR: ThreadSanitizer'
   n=$(grep -cE "$pat" "$log" 2>/dev/null || true)
   if [ "${n:-0}" -gt 0 ]; then
     echo "== sanitizer ($san): $n report(s) in $log =="

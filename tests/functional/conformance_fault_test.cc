@@ -201,6 +201,8 @@ TEST(ConformanceSlowPeer, ReceiverStalledMidMessageIsNotAFailure) {
   json r;
   ASSERT_OK(pair.peer().Reply(&r, 30000)) << "the sender saw an error";
   EXPECT_EQ(net.DeregMr(rc, mh), rrNcclSuccess);
+  // The handle is gone: a second deregMr is an error, found without reading the freed handle.
+  EXPECT_NE(net.DeregMr(rc, mh), rrNcclSuccess) << "a second deregMr of the same handle succeeded";
   ASSERT_OK(pair.CloseAll());
 }
 

@@ -58,7 +58,9 @@ int main(void) {
 C
 flags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs rerail-bootstrap) || fail "pkg-config"
 grep -qF "$prefix" <<<"$flags" || fail "pkg-config flags do not point into the prefix: $flags"
-cc -o "$tmp/use_boot" "$tmp/use_boot.c" $flags || fail "compiling against the installed header and .pc"
+# RERAIL_SANITIZE (set by ctest in a sanitizer build): the installed libraries need the runtime linked in.
+san=${RERAIL_SANITIZE:+-fsanitize=$RERAIL_SANITIZE}
+cc $san -o "$tmp/use_boot" "$tmp/use_boot.c" $flags || fail "compiling against the installed header and .pc"
 [ "$(LD_LIBRARY_PATH="$prefix/lib" "$tmp/use_boot")" = "ranks 4" ] || fail "program linked through the .pc"
 
 # The installed tools, with the build and source trees out of sight.

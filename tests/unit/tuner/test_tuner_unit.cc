@@ -147,6 +147,26 @@ TEST(TunerInProcessRegistry, KeyedByCommIdThenProcessWide) {
   EXPECT_FALSE(HasRailSources());
 }
 
+// More live communicators than the table holds: the ones left out read the process-wide entry, and
+// every slot is free again once they unregister (the table is static storage, nothing to leak).
+TEST(TunerInProcessRegistry, BeyondTheTableCommsReadTheProcessWideSource) {
+  uint32_t st[4];
+  g_states = {0, 0, 0};
+  RegisterRailSource(0, Publish, nullptr);
+  auto one = [](void*, uint32_t* s, int) { s[0] = 7; return 1; };
+  for (uint64_t id = 1; id <= 400; ++id) RegisterRailSource(id, one, nullptr);
+  EXPECT_EQ(ReadRailSource(1, st, 4), 1);
+  EXPECT_EQ(ReadRailSource(255, st, 4), 1);   // slots 1..255 after comm 0
+  EXPECT_EQ(ReadRailSource(256, st, 4), 3);   // left out: the process-wide source answers
+  EXPECT_EQ(ReadRailSource(400, st, 4), 3);
+  for (uint64_t id = 1; id <= 400; ++id) UnregisterRailSource(id);
+  RegisterRailSource(400, one, nullptr);       // room again
+  EXPECT_EQ(ReadRailSource(400, st, 4), 1);
+  UnregisterRailSource(400);
+  UnregisterRailSource(0);
+  EXPECT_FALSE(HasRailSources());
+}
+
 TEST(TunerInProcessRegistry, CommTunerFollowsThePublisher) {
   std::vector<std::string> lines;
   log::SetCapture([&](log::Level, const std::string& l) { lines.push_back(l); });
