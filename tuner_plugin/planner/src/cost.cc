@@ -1,0 +1,240 @@
+// Cost model of the planner (header rerail/planner.h): NCCL's tree shape, channel maps, routing of
+// one channel edge over rerail's links, ring / tree bottleneck times and their lower bounds.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "cost_internal.h"
+#include "rerail/planner.h"
+
+namespace rerail::planner {
+namespace {
+
+// ncclGetBtree (NCCL src/graph/trees.cc), reproduced from its documented bit rules: the parent of
+// xx01[0] is xx10[0] (or xx00[0] when out of range), children of xx10[0] are xx01[0] and xx11[0]
+// (lowering the bit while out of range); position 0 is the root with one child.
+std::array<int, 3> btree(int n, int p) {
+  int bit = 1;
+  for (; bit < n; bit <<= 1)
+    if (bit & p) break;
+  if (p == 0) return {-1, -1, n > 1 ? bit >> 1 : -1};
+  int up = (p ^ bit) | (bit << 1);
+  if (up >= n) up = p ^ bit;
+  int low = bit >> 1;
+  int d0 = low == 0 ? -1 : p - low;
+  int d1 = low == 0 ? -1 : p + low;
+  while (d1 >= n) {
+    d1 = low == 0 ? -1 : p + low;
+    low >>= 1;
+  }
+  return {up, d0, d1};
+}
+
+}  // namespace
+
+double Fabric::nominal() const {
+  double m = 0;
+  for (double b : bw) m = std::max(m, b);
+  return m;
+}
+
+DtreeLinks dtree(int n, int p) {
+  DtreeLinks l;
+  l.t[0] = btree(n, p);
+  auto map = [&](int v, bool odd) { return v < 0 ? -1 : odd ? (v + 1) % n : n - 1 - v; };
+  bool odd = n % 2 == 1;  // odd: second tree shifted by one; even: mirrored
+  std::array<int, 3> s = btree(n, odd ? (p - 1 + n) % n : n - 1 - p);
+  for (int k = 0; k < 3; ++k) l.t[1][k] = map(s[k], odd);
+  return l;
+}
+
+std::vector<std::vector<int>> default_maps(const Fabric& f, int channels) {
+  std::vector<std::vector<int>> m(f.nodes, std::vector<int>(channels));
+  for (int n = 0; n < f.nodes; ++n)
+    for (int c = 0; c < channels; ++c) m[n][c] = c % f.rails;
+  return m;
+}
+
+std::vector<int> assign_channels(const Fabric& f, int node, int channels) {
+  std::vector<int> map(channels, -1), target(f.rails, 0);
+  double total = 0;
+  for (int r = 0; r < f.rails; ++r) total += std::max(0.0, f.bw_at(node, r));
+  if (total <= 0) return map;
+  std::vector<std::pair<double, int>> rem;  // largest remainder, ties to the lowest rail
+  int given = 0;
+  for (int r = 0; r < f.rails; ++r) {
+    double share = channels * std::max(0.0, f.bw_at(node, r)) / total;
+    target[r] = static_cast<int>(share);
+    given += target[r];
+    if (f.bw_at(node, r) > 0) rem.push_back({-(share - target[r]), r});
+  }
+  std::stable_sort(rem.begin(), rem.end());
+  for (size_t k = 0; given < channels; k = (k + 1) % rem.size(), ++given) target[rem[k].second] += 1;
+  std::vector<int> load(f.rails, 0);
+  for (int c = 0; c < channels; ++c) {
+    int r = c % f.rails;
+    if (load[r] < target[r]) { map[c] = r; ++load[r]; }
+  }
+  for (int c = 0, r = 0; c < channels; ++c) {
+    if (map[c] >= 0) continue;
+    while (load[r] >= target[r]) ++r;
+    map[c] = r;
+    ++load[r];
+  }
+  return map;
+}
+
+namespace detail {
+
+Loads::Loads(const Fabric& f)
+    : tx(static_cast<size_t>(f.nodes) * f.rails, 0), rx(tx.size(), 0), up(f.rails, 0), down(f.rails, 0),
+      pair(static_cast<size_t>(f.rails) * f.rails, 0), nominal(f.nominal()) {}
+
+// One rerail connection a -> b carrying w units, link 0 from a's NIC ra to b's NIC rb.
+void route(const Fabric& f, int a, int b, int ra, int rb, double w, Loads& L) {
+  const int R = f.rails;
+  auto alive = [&](int n, int r) { return r >= 0 && f.bw_at(n, r) > 0; };
+  const double nom = L.nominal;
+  // Link 0's NIC pair after the fabric's routing (-1: unusable).
+  int x0 = -1, y0 = -1;
+  if (ra >= 0 && rb >= 0) {
+    if (ra == rb || f.kind == FabricKind::kSpine) {
+      if (alive(a, ra) && alive(b, rb) && (ra == rb || f.uplink_gbps > 0)) { x0 = ra; y0 = rb; }
+    } else if (alive(a, rb) && alive(b, rb)) {
+      x0 = y0 = rb;  // PXN: NVLink to the sender's NIC on the receiver's rail
+    } else if (alive(a, ra) && alive(b, ra)) {
+      x0 = y0 = ra;  // the receiver takes it on the sender's rail and hops inside its node
+    }
+  }
+  auto put = [&](int x, int y, double u) {
+    L.tx[static_cast<size_t>(a) * R + x] += u;
+    L.rx[static_cast<size_t>(b) * R + y] += u;
+    if (x != y) { L.up[x] += u; L.down[y] += u; }
+  };
+  bool healthy0 = x0 >= 0 && f.bw_at(a, x0) >= nom && f.bw_at(b, y0) >= nom;
+  if (f.policy == Policy::kPrimary) {
+    if (x0 < 0) { L.dead = true; return; }
+    put(x0, y0, w);
+    return;
+  }
+  if (healthy0 && f.policy == Policy::kFailover) { put(x0, y0, w); return; }
+  double total = 0;
+  double rate0 = x0 >= 0 ? std::min(f.bw_at(a, x0), f.bw_at(b, y0)) : 0;
+  total += rate0;
+  for (int r = 0; r < R; ++r)
+    if (r != ra && r != rb && alive(a, r) && alive(b, r)) total += std::min(f.bw_at(a, r), f.bw_at(b, r));
+  if (total <= 0) { L.dead = true; return; }
+  if (rate0 > 0) put(x0, y0, w * rate0 / total);
+  for (int r = 0; r < R; ++r)
+    if (r != ra && r != rb && alive(a, r) && alive(b, r)) put(r, r, w * std::min(f.bw_at(a, r), f.bw_at(b, r)) / total);
+}
+
+// Every channel of the edge a -> b, channels with the same NIC pair routed together.
+void edge(const Fabric& f, const std::vector<std::vector<int>>& rail, int a, int b, double w, Loads& L) {
+  const int R = f.rails;
+  std::fill(L.pair.begin(), L.pair.end(), 0);
+  for (size_t c = 0; c < rail[a].size(); ++c) {
+    int ra = rail[a][c], rb = rail[b][c];
+    if (ra < 0 || rb < 0) { L.dead = true; return; }
+    L.pair[static_cast<size_t>(ra) * R + rb] += 1;
+  }
+  for (int ra = 0; ra < R; ++ra)
+    for (int rb = 0; rb < R; ++rb)
+      if (int k = L.pair[static_cast<size_t>(ra) * R + rb]) route(f, a, b, ra, rb, w * k, L);
+}
+
+Score bottleneck(const Fabric& f, const Loads& L) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Score s;
+  if (L.dead) { s.time = inf; return s; }
+  auto see = [&](double t, int node) {
+    if (t > s.time * (1 + 1e-12)) { s.time = t; s.count = 1; s.node = node; }
+    else if (t >= s.time * (1 - 1e-12) && t > 0) ++s.count;
+  };
+  for (size_t k = 0; k < L.tx.size(); ++k) {
+    double l = std::max(L.tx[k], L.rx[k]);
+    if (l > 0) see(f.bw[k] > 0 ? l / f.bw[k] : inf, static_cast<int>(k / f.rails));
+  }
+  if (f.kind == FabricKind::kSpine)
+    for (int r = 0; r < f.rails; ++r) {
+      double l = std::max(L.up[r], L.down[r]);
+      if (l > 0) see(f.uplink_gbps > 0 ? l / f.uplink_gbps : inf, -1);
+    }
+  return s;
+}
+
+Score ring_score(const Fabric& f, const std::vector<int>& order, const std::vector<std::vector<int>>& rail) {
+  Loads L(f);
+  const int N = static_cast<int>(order.size());
+  if (N < 2) return Score{};
+  for (int i = 0; i < N && !L.dead; ++i) edge(f, rail, order[i], order[(i + 1) % N], 1.0, L);
+  return bottleneck(f, L);
+}
+
+Score tree_score(const Fabric& f, const std::vector<int>& order, const std::vector<std::vector<int>>& rail) {
+  Loads L(f);
+  const int N = static_cast<int>(order.size());
+  if (N < 2) return Score{};
+  for (int p = 0; p < N && !L.dead; ++p) {
+    DtreeLinks d = dtree(N, p);
+    for (int t = 0; t < 2; ++t) {
+      int u = d.t[t][0];
+      if (u < 0) continue;
+      edge(f, rail, order[p], order[u], 0.5, L);  // reduce: child -> parent
+      edge(f, rail, order[u], order[p], 0.5, L);  // broadcast: parent -> child
+    }
+  }
+  return bottleneck(f, L);
+}
+
+std::vector<int> position_degree(int n) {
+  std::vector<int> deg(n, 0);
+  for (int p = 0; p < n; ++p) {
+    DtreeLinks d = dtree(n, p);
+    for (int t = 0; t < 2; ++t)
+      for (int k = 0; k < 3; ++k) deg[p] += d.t[t][k] >= 0;
+  }
+  return deg;
+}
+
+}  // namespace detail
+
+double ring_cost(const Fabric& f, const std::vector<int>& order, const std::vector<std::vector<int>>& rail) {
+  return detail::ring_score(f, order, rail).time;
+}
+
+double tree_cost(const Fabric& f, const std::vector<int>& order, const std::vector<std::vector<int>>& rail) {
+  return detail::tree_score(f, order, rail).time;
+}
+
+namespace {
+std::vector<double> node_capacity(const Fabric& f) {
+  std::vector<double> cap(f.nodes, 0);
+  for (int n = 0; n < f.nodes; ++n)
+    for (int r = 0; r < f.rails; ++r) cap[n] += std::max(0.0, f.bw_at(n, r));
+  return cap;
+}
+}  // namespace
+
+double ring_bound(const Fabric& f, int channels) {
+  if (f.nodes < 2) return 0;
+  auto cap = node_capacity(f);
+  double worst = *std::min_element(cap.begin(), cap.end());
+  return worst > 0 ? channels / worst : std::numeric_limits<double>::infinity();
+}
+
+double tree_bound(const Fabric& f, int channels) {
+  if (f.nodes < 2) return 0;
+  // A position with k tree links moves k/2 units per channel each way; the bottleneck matching of
+  // sorted loads to sorted capacities minimises the largest load/capacity (exchange argument).
+  auto cap = node_capacity(f);
+  auto deg = detail::position_degree(f.nodes);
+  std::sort(cap.begin(), cap.end());
+  std::sort(deg.begin(), deg.end());
+  double t = 0;
+  for (int i = 0; i < f.nodes; ++i)
+    t = std::max(t, cap[i] > 0 ? channels * 0.5 * deg[i] / cap[i] : std::numeric_limits<double>::infinity());
+  return t;
+}
+
+}  // namespace rerail::planner
