@@ -116,7 +116,9 @@ int main(int argc, char** argv) {
   int rails = 8, channels = 56, seeds = 3;
   double bw = 400;
   unsigned seed = 14;
-  std::string csv, objective = "both";
+  std::string csv, objective = "both", policy = "failover";
+  app.add_option("--policy", policy, "rerail's link policy: failover (IB default) or stripe (TCP default)")
+      ->check(CLI::IsMember({"failover", "stripe"}));
   app.add_option("--objective", objective, "planner objective: ring, tree, both (one order serves both)")
       ->check(CLI::IsMember({"ring", "tree", "both"}));
   app.add_option("--nodes", node_counts, "node counts");
@@ -144,7 +146,9 @@ int main(int argc, char** argv) {
         for (int s = 0; s < seeds; ++s) {
           // The same failures on every fabric: the seed depends on pattern, size and draw only.
           std::mt19937 rng(seed + 7919u * s + 104729u * nodes + static_cast<unsigned>(std::hash<std::string>{}(pat)));
-          Fabric healthy = make_fabric(fab, nodes, rails, bw), f = healthy;
+          Fabric healthy = make_fabric(fab, nodes, rails, bw);
+          healthy.policy = policy == "stripe" ? Policy::kStripe : Policy::kFailover;
+          Fabric f = healthy;
           inject(f, pat, rng, bw);
           Ratios r[2];
           evaluate(f, healthy, channels, obj, r);

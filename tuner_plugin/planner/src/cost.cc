@@ -118,15 +118,46 @@ void route(const Fabric& f, int a, int b, int ra, int rb, double w, Loads& L) {
     return;
   }
   if (healthy0 && f.policy == Policy::kFailover) { put(x0, y0, w); return; }
-  double total = 0;
-  double rate0 = x0 >= 0 ? std::min(f.bw_at(a, x0), f.bw_at(b, y0)) : 0;
-  total += rate0;
+  Striped s{a, b, w, {}};
+  if (x0 >= 0) s.links.push_back({x0, y0});
   for (int r = 0; r < R; ++r)
-    if (r != ra && r != rb && alive(a, r) && alive(b, r)) total += std::min(f.bw_at(a, r), f.bw_at(b, r));
-  if (total <= 0) { L.dead = true; return; }
-  if (rate0 > 0) put(x0, y0, w * rate0 / total);
-  for (int r = 0; r < R; ++r)
-    if (r != ra && r != rb && alive(a, r) && alive(b, r)) put(r, r, w * std::min(f.bw_at(a, r), f.bw_at(b, r)) / total);
+    if (r != ra && r != rb && alive(a, r) && alive(b, r)) s.links.push_back({r, r});
+  if (s.links.empty()) { L.dead = true; return; }
+  L.striped.push_back(std::move(s));
+}
+
+// rerail's scheduler sends each chunk where it completes first, with every rail's backlog shared by
+// all connections of the process: in steady state a striped connection water-fills its links, each
+// link (x, y) taking load until max(tx_a[x] / bw_a[x], rx_b[y] / bw_b[y]) reaches a common level.
+// Connections are settled after every healthy link 0 is placed, one after the other.
+void settle(const Fabric& f, Loads& L) {
+  const int R = f.rails;
+  for (const Striped& s : L.striped) {
+    auto room = [&](const std::pair<int, int>& l, double T) {
+      double ta = T * f.bw_at(s.a, l.first) - L.tx[static_cast<size_t>(s.a) * R + l.first];
+      double tb = T * f.bw_at(s.b, l.second) - L.rx[static_cast<size_t>(s.b) * R + l.second];
+      return std::max(0.0, std::min(ta, tb));
+    };
+    auto fill = [&](double T) {
+      double sum = 0;
+      for (const auto& l : s.links) sum += room(l, T);
+      return sum;
+    };
+    double lo = 0, hi = 1;
+    while (fill(hi) < s.w) hi *= 2;
+    for (int it = 0; it < 60; ++it) {
+      double mid = 0.5 * (lo + hi);
+      (fill(mid) < s.w ? lo : hi) = mid;
+    }
+    double total = fill(hi);
+    for (const auto& l : s.links) {
+      double u = s.w * room(l, hi) / total;
+      L.tx[static_cast<size_t>(s.a) * R + l.first] += u;
+      L.rx[static_cast<size_t>(s.b) * R + l.second] += u;
+      if (l.first != l.second) { L.up[l.first] += u; L.down[l.second] += u; }
+    }
+  }
+  L.striped.clear();
 }
 
 // Every channel of the edge a -> b, channels with the same NIC pair routed together.
@@ -143,7 +174,8 @@ void edge(const Fabric& f, const std::vector<std::vector<int>>& rail, int a, int
       if (int k = L.pair[static_cast<size_t>(ra) * R + rb]) route(f, a, b, ra, rb, w * k, L);
 }
 
-Score bottleneck(const Fabric& f, const Loads& L) {
+Score bottleneck(const Fabric& f, Loads& L) {
+  settle(f, L);
   const double inf = std::numeric_limits<double>::infinity();
   Score s;
   if (L.dead) { s.time = inf; return s; }
