@@ -15,6 +15,9 @@
 //           tree relative to their bounds: NCCL builds both from one order)
 //   graph   rerail + planned order + per-node maps with no channel on a dead NIC (the
 //           NCCL_GRAPH_FILE rerail-plan writes; integer channel counts per NIC)
+//   xrail   what-if, spine fabrics only: rank order, rerail's striped connections allowed onto every
+//           live NIC pair (cross-rail standby links through the spine); rerail today opens standby
+//           links on their own rail only (net_plugin PlanLinks). Equals redist on rail-only.
 //   bound   lower bound over every order and map (planner::ring_bound / tree_bound)
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -32,7 +35,7 @@ using namespace rerail::planner;
 
 namespace {
 
-struct Ratios { double none = 0, pair = 0, redist = 0, rerank = 0, graph = 0, bound = 0; };
+struct Ratios { double none = 0, pair = 0, redist = 0, rerank = 0, graph = 0, xrail = 0, bound = 0; };
 
 Fabric make_fabric(const std::string& kind, int nodes, int rails, double bw) {
   Fabric f;
@@ -97,11 +100,14 @@ void evaluate(const Fabric& f, const Fabric& healthy, int channels, Objective ob
   Plan graph = heuristic_plan(f, channels, obj, MapKind::kAvoidDead);
   double none[2] = {ring_cost(prim, id, dm), tree_cost(prim, id, dm)};
   double pair[2] = {ring_cost(prim, id, pm), tree_cost(prim, id, pm)};
+  Fabric xf = f;
+  xf.cross_rail_standby = true;
+  double xrail[2] = {ring_cost(xf, id, dm), tree_cost(xf, id, dm)};
   double redist[2] = {naive.ring, naive.tree}, rerank[2] = {plan.ring, plan.tree}, gr[2] = {graph.ring, graph.tree};
   double bound[2] = {ring_bound(f, channels), tree_bound(f, channels)};
   for (int a = 0; a < 2; ++a)
     out[a] = Ratios{ratio(none[a], t0[a]), ratio(pair[a], t0[a]), ratio(redist[a], t0[a]), ratio(rerank[a], t0[a]),
-                    ratio(gr[a], t0[a]),
+                    ratio(gr[a], t0[a]), ratio(xrail[a], t0[a]),
                     ratio(bound[a], t0[a])};
 }
 
@@ -135,9 +141,9 @@ int main(int argc, char** argv) {
   Objective obj = objective == "ring" ? Objective::kRing : objective == "tree" ? Objective::kTree : Objective::kBoth;
   std::ofstream out;
   if (!csv.empty())
-    out.open(csv), out << "fabric,pattern,nodes,algo,seeds,none,pair,redist,rerank,graph,bound,gain,gain_min,gain_max\n";
-  std::printf("%-9s %-14s %5s %-4s %6s %6s %6s %6s %6s %6s %7s %7s %7s\n", "fabric", "pattern", "nodes", "algo",
-              "none", "pair", "redist", "rerank", "graph", "bound", "gain", "min", "max");
+    out.open(csv), out << "fabric,pattern,nodes,algo,seeds,none,pair,redist,rerank,graph,xrail,bound,gain,gain_min,gain_max\n";
+  std::printf("%-9s %-14s %5s %-4s %6s %6s %6s %6s %6s %6s %6s %7s %7s %7s\n", "fabric", "pattern", "nodes", "algo",
+              "none", "pair", "redist", "rerank", "graph", "xrail", "bound", "gain", "min", "max");
   for (const auto& fab : fabrics)
     for (const auto& pat : patterns)
       for (int nodes : node_counts) {
@@ -155,6 +161,7 @@ int main(int argc, char** argv) {
           for (int a = 0; a < 2; ++a) {
             sum[a].none += r[a].none / seeds; sum[a].pair += r[a].pair / seeds;
             sum[a].redist += r[a].redist / seeds; sum[a].rerank += r[a].rerank / seeds; sum[a].graph += r[a].graph / seeds;
+            sum[a].xrail += r[a].xrail / seeds;
             sum[a].bound += r[a].bound / seeds;
             double g = r[a].redist > 0 ? r[a].rerank / r[a].redist : 0;
             gmin[a] = std::min(gmin[a], g); gmax[a] = std::max(gmax[a], g); gsum[a] += g / seeds;
@@ -163,12 +170,12 @@ int main(int argc, char** argv) {
         for (int a = 0; a < 2; ++a) {
           const char* algo = a == 0 ? "ring" : "tree";
           const Ratios& m = sum[a];
-          std::printf("%-9s %-14s %5d %-4s %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %+6.1f%% %+6.1f%% %+6.1f%%\n",
-                      fab.c_str(), pat.c_str(), nodes, algo, m.none, m.pair, m.redist, m.rerank, m.graph, m.bound, 100 * (gsum[a] - 1),
+          std::printf("%-9s %-14s %5d %-4s %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %+6.1f%% %+6.1f%% %+6.1f%%\n",
+                      fab.c_str(), pat.c_str(), nodes, algo, m.none, m.pair, m.redist, m.rerank, m.graph, m.xrail, m.bound, 100 * (gsum[a] - 1),
                       100 * (gmin[a] - 1), 100 * (gmax[a] - 1));
           if (out)
             out << fab << "," << pat << "," << nodes << "," << algo << "," << seeds << "," << m.none << "," << m.pair
-                << "," << m.redist << "," << m.rerank << "," << m.graph << "," << m.bound << "," << gsum[a] << "," << gmin[a] << ","
+                << "," << m.redist << "," << m.rerank << "," << m.graph << "," << m.xrail << "," << m.bound << "," << gsum[a] << "," << gmin[a] << ","
                 << gmax[a] << "\n";
         }
         std::fflush(stdout);

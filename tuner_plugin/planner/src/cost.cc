@@ -119,6 +119,14 @@ void route(const Fabric& f, int a, int b, int ra, int rb, double w, Loads& L) {
   }
   if (healthy0 && f.policy == Policy::kFailover) { put(x0, y0, w); return; }
   Striped s{a, b, w, {}};
+  if (f.cross_rail_standby && f.kind == FabricKind::kSpine && f.uplink_gbps > 0) {
+    for (int x = 0; x < R; ++x)
+      for (int y = 0; y < R; ++y)
+        if (alive(a, x) && alive(b, y)) s.links.push_back({x, y});
+    if (s.links.empty()) { L.dead = true; return; }
+    L.striped.push_back(std::move(s));
+    return;
+  }
   if (x0 >= 0) s.links.push_back({x0, y0});
   for (int r = 0; r < R; ++r)
     if (r != ra && r != rb && alive(a, r) && alive(b, r)) s.links.push_back({r, r});
@@ -130,9 +138,46 @@ void route(const Fabric& f, int a, int b, int ra, int rb, double w, Loads& L) {
 // all connections of the process: in steady state a striped connection water-fills its links, each
 // link (x, y) taking load until max(tx_a[x] / bw_a[x], rx_b[y] / bw_b[y]) reaches a common level.
 // Connections are settled after every healthy link 0 is placed, one after the other.
+namespace {
+// Cross-rail what-if: the connection may use any live NIC pair, so it is limited by its two ends'
+// room alone (a complete bipartite transport): level T where min(sum room_a, sum room_b) = w; each
+// end spreads in proportion to its room, same-rail pairs first, the rest crosses the spine.
+void settle_any_pair(const Fabric& f, Loads& L, const Striped& s) {
+  const int R = f.rails;
+  auto room = [&](int n, int r, double T, const std::vector<double>& v) {
+    double b = f.bw_at(n, r);
+    return b > 0 ? std::max(0.0, T * b - v[static_cast<size_t>(n) * R + r]) : 0.0;
+  };
+  auto fill = [&](double T) {
+    double sa = 0, sb = 0;
+    for (int r = 0; r < R; ++r) { sa += room(s.a, r, T, L.tx); sb += room(s.b, r, T, L.rx); }
+    return std::min(sa, sb);
+  };
+  double lo = 0, hi = 1;
+  while (fill(hi) < s.w) hi *= 2;
+  for (int it = 0; it < 60; ++it) {
+    double mid = 0.5 * (lo + hi);
+    (fill(mid) < s.w ? lo : hi) = mid;
+  }
+  std::vector<double> fa(R), fb(R), same(R);
+  double sa = 0, sb = 0, cross = 0;
+  for (int r = 0; r < R; ++r) { fa[r] = room(s.a, r, hi, L.tx); fb[r] = room(s.b, r, hi, L.rx); sa += fa[r]; sb += fb[r]; }
+  for (int r = 0; r < R; ++r) { fa[r] *= s.w / sa; fb[r] *= s.w / sb; same[r] = std::min(fa[r], fb[r]); cross += fa[r] - same[r]; }
+  for (int r = 0; r < R; ++r) {
+    L.tx[static_cast<size_t>(s.a) * R + r] += fa[r];
+    L.rx[static_cast<size_t>(s.b) * R + r] += fb[r];
+    if (cross > 1e-15) { L.up[r] += fa[r] - same[r]; L.down[r] += fb[r] - same[r]; }
+  }
+}
+}  // namespace
+
 void settle(const Fabric& f, Loads& L) {
   const int R = f.rails;
   for (const Striped& s : L.striped) {
+    if (f.cross_rail_standby && f.kind == FabricKind::kSpine && f.uplink_gbps > 0) {
+      settle_any_pair(f, L, s);
+      continue;
+    }
     auto room = [&](const std::pair<int, int>& l, double T) {
       double ta = T * f.bw_at(s.a, l.first) - L.tx[static_cast<size_t>(s.a) * R + l.first];
       double tb = T * f.bw_at(s.b, l.second) - L.rx[static_cast<size_t>(s.b) * R + l.second];

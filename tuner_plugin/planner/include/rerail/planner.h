@@ -52,6 +52,9 @@ struct Fabric {
   double uplink_gbps = 0;      // kSpine: per rail switch, each direction, to the spine
   FabricKind kind = FabricKind::kSpine;
   Policy policy = Policy::kFailover;
+  // What-if (rerail opens standby links on its own rail only): on a spine fabric, let a striped
+  // connection use every live NIC of both ends, cross-rail pairs through the spine.
+  bool cross_rail_standby = false;
   double bw_at(int n, int r) const { return bw[static_cast<std::size_t>(n) * rails + r]; }
   double nominal() const;      // the fastest NIC's rate: a NIC below it counts as degraded
 };
