@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-STYLE = (("none", "k:"), ("pair", "c--"), ("redist", "b-o"), ("rerank", "g-s"), ("graph", "m-^"), ("bound", "r-"))
+STYLE = (("none", "k:"), ("pair", "c--"), ("redist", "b-o"), ("rerank", "g-s"), ("graph", "m-^"), ("xrail", "y--"), ("bound", "r-"))
 
 for path in sys.argv[1:]:
     rows = list(csv.DictReader(open(path)))
