@@ -1,17 +1,30 @@
-// rerail-sim: flow-level model of ring collectives on a rail-optimised fabric under NIC failures.
+// rerail-sim: flow-level model of ring and tree collectives on rail-optimised fabrics under NIC
+// failures (model: tuner_plugin/planner/README.md and rerail/planner.h).
 //
-// Model (see tuner_plugin/planner/README.md): N nodes x R rails of NIC bandwidth B; rail r of every node
-// on rail switch r; cross-rail traffic through the spine, each rail switch having N*B*spine_frac of uplink.
-// A ring collective of S bytes runs C channels; every ring edge carries S/C * steps per channel, and the
-// collective takes as long as its most loaded resource (NIC or switch uplink), planner::ring_cost. Steps:
-// all-reduce 2(N-1)/N, all-gather and reduce-scatter (N-1)/N. Trees are not modelled.
-// Strategies: none (any dead NIC kills the job), pair (R2CCL: a dead NIC's channels go to its pair
-// NIC r^1, rank order kept), redist (rerail: channels spread over the node's live rails by bandwidth,
-// rank order kept), rerank (redist + planner heuristic order), bound (max over nodes of R*B / live bw).
+// N nodes x R rails of NIC bandwidth B. Fabrics: full (spine uplink per rail switch = N*B, full
+// bisection), 1:k (N*B/k), rail-only (no spine, cross-rail through the intra-node hop). A collective
+// takes as long as its most loaded resource; ring all-reduce, all-gather and reduce-scatter move the
+// same edges (2(N-1)/N or (N-1)/N units), so their ratios to fault-free are equal and reported once
+// as "ring"; "tree" is NCCL's double binary tree all-reduce (NCCL has no tree all-gather /
+// reduce-scatter; PAT serves only one GPU per node). Strategies, each relative to fault-free:
+//   none    NCCL alone: channel c on NIC c % R, no failover (a dead NIC kills the job)
+//   pair    R2CCL: a dead NIC's channels on its pair NIC r^1, rank order
+//   redist  rerail: NCCL's default maps, rerail stripes a dead/slow link 0 over its standby links
+//   rerank  rerail + the planner's order applied as a rank permutation (NCCL's default maps; rerail
+//           stripes dead NICs' channels); objective --objective (default: the worse of ring and
+//           tree relative to their bounds: NCCL builds both from one order)
+//   graph   rerail + planned order + per-node maps with no channel on a dead NIC (the
+//           NCCL_GRAPH_FILE rerail-plan writes; integer channel counts per NIC)
+//   xrail   what-if, spine fabrics only: rank order, rerail's striped connections allowed onto every
+//           live NIC pair (cross-rail standby links through the spine); rerail today opens standby
+//           links on their own rail only (net_plugin PlanLinks). Equals redist on rail-only.
+//   bound   lower bound over every order and map (planner::ring_bound / tree_bound)
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,112 +35,150 @@ using namespace rerail::planner;
 
 namespace {
 
-struct Result { double none, pair, redist, rerank, bound; };  // throughput relative to fault-free
+struct Ratios { double none = 0, pair = 0, redist = 0, rerank = 0, graph = 0, xrail = 0, bound = 0; };
 
-Fabric make_fabric(int nodes, int rails, double bw, double spine_frac) {
+Fabric make_fabric(const std::string& kind, int nodes, int rails, double bw) {
   Fabric f;
   f.nodes = nodes;
   f.rails = rails;
   f.bw.assign(static_cast<size_t>(nodes) * rails, bw);
-  f.uplink_gbps = nodes * bw * spine_frac;
+  if (kind == "rail-only") {
+    f.kind = FabricKind::kRailOnly;
+  } else if (kind == "full") {
+    f.uplink_gbps = nodes * bw;
+  } else if (kind.rfind("1:", 0) == 0) {
+    f.uplink_gbps = nodes * bw / std::stod(kind.substr(2));
+  } else if (kind.rfind("frac", 0) == 0) {  // frac0.02: the thin spine of the first figures
+    f.uplink_gbps = nodes * bw * std::stod(kind.substr(4));
+  } else {
+    throw CLI::ValidationError("--fabrics", "unknown fabric " + kind);
+  }
   return f;
 }
 
-std::vector<std::vector<int>> pair_maps(const Fabric& f, int channels, bool& dead) {
-  std::vector<std::vector<int>> m(f.nodes, std::vector<int>(channels));
+std::vector<std::vector<int>> pair_maps(const Fabric& f, int channels) {
+  auto m = default_maps(f, channels);
   for (int n = 0; n < f.nodes; ++n)
-    for (int c = 0; c < channels; ++c) {
-      int r = c % f.rails;
-      if (f.bw_at(n, r) <= 0) r ^= 1;
-      if (r >= f.rails || f.bw_at(n, r) <= 0) dead = true;
-      m[n][c] = r;
-    }
+    for (int& r : m[n])
+      if (f.bw_at(n, r) <= 0 && (r ^ 1) < f.rails) r ^= 1;
   return m;
 }
 
-Result evaluate(const Fabric& f, const Fabric& healthy, int channels) {
-  Result res{};
-  double t0 = naive_plan(healthy, channels).cost;
-  bool any_dead = false, any_slow = false;
-  for (double b : f.bw) { any_dead |= b <= 0; any_slow |= b < healthy.bw[0]; }
+void inject(Fabric& f, const std::string& p, std::mt19937& rng, double bw) {
+  const int N = f.nodes, R = f.rails;
+  std::uniform_int_distribution<int> pn(0, N - 1), pr(0, R - 1);
+  auto set = [&](int n, int r, double v) { f.bw[static_cast<size_t>(n) * R + r] = v; };
+  if (p == "one-nic") set(pn(rng), pr(rng), 0);
+  if (p == "random-1pct" || p == "random-3pct") {
+    int k = std::max(2, N * R * (p == "random-1pct" ? 1 : 3) / 100);
+    for (int i = 0; i < k; ++i) set(pn(rng), pr(rng), 0);
+  }
+  if (p == "rail-switch") {  // a whole rail switch: rail r on every node
+    int r = pr(rng);
+    for (int n = 0; n < N; ++n) set(n, r, 0);
+  }
+  if (p == "switch-partial") {  // a line card: every other node of a block loses the same rail
+    int r = pr(rng), start = pn(rng);
+    for (int i = 0; i < std::max(2, N / 8); i += 2) set((start + i) % N, r, 0);
+  }
+  if (p == "slow-2pct") {
+    int k = std::max(2, N * R * 2 / 100);
+    for (int i = 0; i < k; ++i) set(pn(rng), pr(rng), bw / 2);
+  }
+}
+
+// Ring [0] and tree [1] ratios of every strategy on one failed fabric.
+void evaluate(const Fabric& f, const Fabric& healthy, int channels, Objective obj, Ratios out[2]) {
   std::vector<int> id(f.nodes);
   for (int i = 0; i < f.nodes; ++i) id[i] = i;
-  res.none = any_dead ? 0 : t0 / ring_cost(f, id, pair_maps(f, channels, any_dead));
-  bool pair_dead = false;
-  auto pm = pair_maps(f, channels, pair_dead);
-  res.pair = pair_dead ? 0 : t0 / ring_cost(f, id, pm);
-  Plan naive = naive_plan(f, channels);
-  res.redist = std::isinf(naive.cost) ? 0 : t0 / naive.cost;
-  Plan h = heuristic_plan(f, channels, f.nodes <= 128 ? 4 : 0);  // 2-opt is O(N^3 C) per pass
-  res.rerank = std::isinf(h.cost) ? 0 : t0 / h.cost;
-  double worst = 1;
-  for (int n = 0; n < f.nodes; ++n) {
-    double live = 0, full = 0;
-    for (int r = 0; r < f.rails; ++r) { live += std::max(0.0, f.bw_at(n, r)); full += healthy.bw_at(n, r); }
-    worst = std::min(worst, live / full);
-  }
-  res.bound = worst;
-  (void)any_slow;
-  return res;
+  auto dm = default_maps(f, channels), pm = pair_maps(f, channels);
+  Fabric prim = f;
+  prim.policy = Policy::kPrimary;
+  double t0[2] = {ring_cost(healthy, id, dm), tree_cost(healthy, id, dm)};
+  auto ratio = [](double t, double t_ok) { return std::isinf(t) || t <= 0 ? 0.0 : t_ok / t; };
+  Plan naive = naive_plan(f, channels), plan = heuristic_plan(f, channels, obj, MapKind::kDefault);
+  Plan graph = heuristic_plan(f, channels, obj, MapKind::kAvoidDead);
+  double none[2] = {ring_cost(prim, id, dm), tree_cost(prim, id, dm)};
+  double pair[2] = {ring_cost(prim, id, pm), tree_cost(prim, id, pm)};
+  Fabric xf = f;
+  xf.cross_rail_standby = true;
+  double xrail[2] = {ring_cost(xf, id, dm), tree_cost(xf, id, dm)};
+  double redist[2] = {naive.ring, naive.tree}, rerank[2] = {plan.ring, plan.tree}, gr[2] = {graph.ring, graph.tree};
+  double bound[2] = {ring_bound(f, channels), tree_bound(f, channels)};
+  for (int a = 0; a < 2; ++a)
+    out[a] = Ratios{ratio(none[a], t0[a]), ratio(pair[a], t0[a]), ratio(redist[a], t0[a]), ratio(rerank[a], t0[a]),
+                    ratio(gr[a], t0[a]), ratio(xrail[a], t0[a]),
+                    ratio(bound[a], t0[a])};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rerail-sim: ring collectives on a rail-optimised fabric under NIC failures"};
-  std::vector<int> node_counts = {8, 32, 128, 512, 1024};
-  int rails = 8, channels = 56, trials = 5;
-  double bw = 400, spine_frac = 0.125;
+  CLI::App app{"rerail-sim: ring and tree collectives on rail-optimised fabrics under NIC failures"};
+  std::vector<int> node_counts = {128, 256, 1024};
+  std::vector<std::string> fabrics = {"rail-only", "1:8", "1:4", "1:2", "full"};
+  std::vector<std::string> patterns = {"one-nic", "random-1pct", "random-3pct", "rail-switch", "switch-partial",
+                                       "slow-2pct"};
+  int rails = 8, channels = 56, seeds = 3;
+  double bw = 400;
   unsigned seed = 14;
-  std::string csv;
+  std::string csv, objective = "both", policy = "failover";
+  app.add_option("--policy", policy, "rerail's link policy: failover (IB default) or stripe (TCP default)")
+      ->check(CLI::IsMember({"failover", "stripe"}));
+  app.add_option("--objective", objective, "planner objective: ring, tree, both (one order serves both)")
+      ->check(CLI::IsMember({"ring", "tree", "both"}));
   app.add_option("--nodes", node_counts, "node counts");
+  app.add_option("--fabrics", fabrics, "rail-only, full, 1:k (spine 1/k of rail-switch downlink), fracX");
+  app.add_option("--patterns", patterns, "failure patterns");
   app.add_option("--rails", rails, "rails per node");
-  app.add_option("--channels", channels, "ring channels (56 = 7 x 8: even split over 7 or 8 rails)");
+  app.add_option("--channels", channels, "graph channels (56 = 7 x 8: even split over 7 or 8 rails)");
   app.add_option("--bw", bw, "NIC bandwidth, Gbps");
-  app.add_option("--spine-frac", spine_frac, "rail-switch uplink / (nodes x NIC bw)");
-  app.add_option("--trials", trials, "random draws per point");
-  app.add_option("--seed", seed, "random seed");
+  app.add_option("--seeds", seeds, "draws per point, seeds seed, seed+1, ...");
+  app.add_option("--seed", seed, "first seed");
   app.add_option("--csv", csv, "write results here");
   CLI11_PARSE(app, argc, argv);
 
+  Objective obj = objective == "ring" ? Objective::kRing : objective == "tree" ? Objective::kTree : Objective::kBoth;
   std::ofstream out;
-  if (!csv.empty()) { out.open(csv); out << "nodes,pattern,none,pair,redist,rerank,bound\n"; }
-  std::mt19937 rng(seed);
-  const char* patterns[] = {"one-nic", "random-1pct", "random-3pct", "rail-switch", "switch-partial", "slow-2pct"};
-  std::printf("%-6s %-15s %7s %7s %7s %7s %7s %9s\n", "nodes", "pattern", "none", "pair", "redist", "rerank",
-              "bound", "rerank/redist");
-  for (int nodes : node_counts)
-    for (const char* pat : patterns) {
-      Result sum{};
-      for (int t = 0; t < trials; ++t) {
-        Fabric healthy = make_fabric(nodes, rails, bw, spine_frac), f = healthy;
-        std::uniform_int_distribution<int> pn(0, nodes - 1), pr(0, rails - 1);
-        std::string p = pat;
-        auto set = [&](int n, int r, double v) { f.bw[static_cast<size_t>(n) * rails + r] = v; };
-        if (p == "one-nic") set(pn(rng), pr(rng), 0);
-        if (p.rfind("random", 0) == 0) {
-          int k = std::max(2, nodes * rails * (p == "random-1pct" ? 1 : 3) / 100);
-          for (int i = 0; i < k; ++i) set(pn(rng), pr(rng), 0);
+  if (!csv.empty())
+    out.open(csv), out << "fabric,pattern,nodes,algo,seeds,none,pair,redist,rerank,graph,xrail,bound,gain,gain_min,gain_max\n";
+  std::printf("%-9s %-14s %5s %-4s %6s %6s %6s %6s %6s %6s %6s %7s %7s %7s\n", "fabric", "pattern", "nodes", "algo",
+              "none", "pair", "redist", "rerank", "graph", "xrail", "bound", "gain", "min", "max");
+  for (const auto& fab : fabrics)
+    for (const auto& pat : patterns)
+      for (int nodes : node_counts) {
+        Ratios sum[2];
+        double gmin[2] = {1e9, 1e9}, gmax[2] = {0, 0}, gsum[2] = {0, 0};
+        for (int s = 0; s < seeds; ++s) {
+          // The same failures on every fabric: the seed depends on pattern, size and draw only.
+          std::mt19937 rng(seed + 7919u * s + 104729u * nodes + static_cast<unsigned>(std::hash<std::string>{}(pat)));
+          Fabric healthy = make_fabric(fab, nodes, rails, bw);
+          healthy.policy = policy == "stripe" ? Policy::kStripe : Policy::kFailover;
+          Fabric f = healthy;
+          inject(f, pat, rng, bw);
+          Ratios r[2];
+          evaluate(f, healthy, channels, obj, r);
+          for (int a = 0; a < 2; ++a) {
+            sum[a].none += r[a].none / seeds; sum[a].pair += r[a].pair / seeds;
+            sum[a].redist += r[a].redist / seeds; sum[a].rerank += r[a].rerank / seeds; sum[a].graph += r[a].graph / seeds;
+            sum[a].xrail += r[a].xrail / seeds;
+            sum[a].bound += r[a].bound / seeds;
+            double g = r[a].redist > 0 ? r[a].rerank / r[a].redist : 0;
+            gmin[a] = std::min(gmin[a], g); gmax[a] = std::max(gmax[a], g); gsum[a] += g / seeds;
+          }
         }
-        if (p == "rail-switch") { int r = pr(rng); for (int n = 0; n < nodes; ++n) set(n, r, 0); }
-        if (p == "switch-partial") {  // a line card: every other node of a block loses the same rail
-          int r = pr(rng), start = pn(rng);
-          for (int i = 0; i < std::max(2, nodes / 8); i += 2) set((start + i) % nodes, r, 0);
+        for (int a = 0; a < 2; ++a) {
+          const char* algo = a == 0 ? "ring" : "tree";
+          const Ratios& m = sum[a];
+          std::printf("%-9s %-14s %5d %-4s %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %+6.1f%% %+6.1f%% %+6.1f%%\n",
+                      fab.c_str(), pat.c_str(), nodes, algo, m.none, m.pair, m.redist, m.rerank, m.graph, m.xrail, m.bound, 100 * (gsum[a] - 1),
+                      100 * (gmin[a] - 1), 100 * (gmax[a] - 1));
+          if (out)
+            out << fab << "," << pat << "," << nodes << "," << algo << "," << seeds << "," << m.none << "," << m.pair
+                << "," << m.redist << "," << m.rerank << "," << m.graph << "," << m.xrail << "," << m.bound << "," << gsum[a] << "," << gmin[a] << ","
+                << gmax[a] << "\n";
         }
-        if (p == "slow-2pct") {
-          int k = std::max(2, nodes * rails * 2 / 100);
-          for (int i = 0; i < k; ++i) set(pn(rng), pr(rng), bw / 2);
-        }
-        Result r = evaluate(f, healthy, channels);
-        sum.none += r.none / trials; sum.pair += r.pair / trials; sum.redist += r.redist / trials;
-        sum.rerank += r.rerank / trials; sum.bound += r.bound / trials;
+        std::fflush(stdout);
       }
-      double gain = sum.redist > 0 ? sum.rerank / sum.redist : 0;
-      std::printf("%-6d %-15s %7.3f %7.3f %7.3f %7.3f %7.3f %9.3f\n", nodes, pat, sum.none, sum.pair, sum.redist,
-                  sum.rerank, sum.bound, gain);
-      std::fflush(stdout);
-      if (out) out << nodes << "," << pat << "," << sum.none << "," << sum.pair << "," << sum.redist << ","
-                   << sum.rerank << "," << sum.bound << "\n";
-    }
   return 0;
 }
