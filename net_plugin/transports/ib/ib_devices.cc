@@ -123,6 +123,11 @@ bool GidIsIpv4Mapped(const vx::Gid& g) {
   return memcmp(g.raw, kPrefix, sizeof(kPrefix)) == 0;
 }
 
+bool GidIsZero(const vx::Gid& g) {
+  static const vx::Gid kZero{};
+  return memcmp(g.raw, kZero.raw, sizeof(kZero.raw)) == 0;
+}
+
 bool GidIsValid(const vx::Gid& g) {
   static const uint8_t kZero[16] = {};
   bool tail_zero = memcmp(g.raw + 4, kZero, 12) == 0;
@@ -191,8 +196,7 @@ std::vector<GidEntry> GidTable(const std::string& root, const std::string& dev, 
   for (int i : indices) {
     GidEntry e;
     e.index = i;
-    static const vx::Gid kZero{};
-    if (!ReadGid(root, dev, port, i, &e.gid) || memcmp(e.gid.raw, kZero.raw, sizeof(kZero.raw)) == 0) continue;
+    if (!ReadGid(root, dev, port, i, &e.gid) || GidIsZero(e.gid)) continue;
     e.roce_version = RoceVersion(root, dev, port, i);
     out.push_back(e);
   }
@@ -253,8 +257,10 @@ bool PickGid(const VerbsLib& lib, vx::Context* ctx, const IbOptions& opt, const 
     return false;
   }
   if (p->link_layer == vx::kLinkLayerEthernet) {
-    if (!GidIsValid(p->gid)) {
-      *why = "no valid RoCE GID (index " + std::to_string(p->gid_index) + " is " + GidToString(p->gid) + ")";
+    // A link-local GID (the automatic choice when the netdev has no address of the wanted family, or
+    // an explicit index) works within one L2 segment, as with NCCL; an unpopulated one never does.
+    if (GidIsZero(p->gid)) {
+      *why = "RoCE GID index " + std::to_string(p->gid_index) + " is not populated (no address on the netdev?)";
       return false;
     }
     p->roce_version = ibsysfs::RoceVersion(opt.sysfs_root, p->dev, p->port, p->gid_index);

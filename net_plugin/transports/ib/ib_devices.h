@@ -65,6 +65,7 @@ struct GidEntry {
 };
 
 bool GidIsIpv4Mapped(const vx::Gid& g);  // ::ffff:a.b.c.d
+bool GidIsZero(const vx::Gid& g);        // an unpopulated table entry
 // Neither zero, nor the bare fe80:: prefix, nor link-local (NCCL's validGid()).
 bool GidIsValid(const vx::Gid& g);
 std::string GidToString(const vx::Gid& g);  // "::ffff:10.0.0.1" / "fe80::5054:ff:fe12:3456"

@@ -91,6 +91,8 @@ TEST(IbGid, Classification) {
   EXPECT_TRUE(rr::ib::GidIsIpv4Mapped(Entry(0, 2, "::ffff:10.0.0.1").gid));
   EXPECT_FALSE(rr::ib::GidIsIpv4Mapped(Entry(0, 2, "2001:db8::1").gid));
   EXPECT_FALSE(rr::ib::GidIsValid(Entry(0, 2, "::").gid));
+  EXPECT_TRUE(rr::ib::GidIsZero(Entry(0, 2, "::").gid));
+  EXPECT_FALSE(rr::ib::GidIsZero(Entry(0, 2, "fe80::1").gid));
   EXPECT_FALSE(rr::ib::GidIsValid(Entry(0, 2, "fe80::").gid));
   EXPECT_FALSE(rr::ib::GidIsValid(Entry(0, 2, "fe80::5054:ff:fe12:3456").gid)) << "link-local";
   EXPECT_TRUE(rr::ib::GidIsValid(Entry(0, 2, "::ffff:10.0.0.1").gid));
@@ -115,7 +117,7 @@ TEST(IbGid, AutomaticChoiceAsNccl) {
   with6.push_back(Entry(5, 2, "2001:db8::1"));
   EXPECT_EQ(rr::ib::ChooseGidIndex(with6, AddrFamily::kIpv6, 2), 5);
   EXPECT_EQ(rr::ib::ChooseGidIndex(with6, AddrFamily::kIpv4, 2), 3);
-  // Only link-local entries: index 0 (NCCL's default), which discovery then rejects as not valid.
+  // Only link-local entries: index 0 (NCCL's default), usable within one L2 segment.
   EXPECT_EQ(rr::ib::ChooseGidIndex({Entry(0, 1, "fe80::1:2"), Entry(1, 2, "fe80::1:2")}, AddrFamily::kIpv4, 2), 0);
   // Gaps and an unpopulated index 0 (absent from the table) are fine.
   EXPECT_EQ(rr::ib::ChooseGidIndex({Entry(7, 1, "::ffff:10.1.1.1"), Entry(9, 2, "::ffff:10.1.1.1")}, AddrFamily::kIpv4, 2), 9);

@@ -1,0 +1,9 @@
+# The IB transport against the real kernel verbs stack (Soft-RoCE in a QEMU TCG guest, scripts/rxe-guest.sh).
+# Label "rxe" only, not unit/functional: a first run downloads Debian's kernel package (~70 MB) and each
+# run keeps one core busy ~20-30 s emulating the guest. Run with `ctest -L rxe`; exit 77 (skip) where
+# qemu-system-x86_64, a static busybox or the kernel package are not available.
+add_test(NAME ib_rxe_discovery
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_discovery.sh ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
+                 $<TARGET_FILE:rerail-info> $<TARGET_FILE:nccl-net-rerail> $<TARGET_FILE:nccl-tuner-rerail>
+                 $<TARGET_FILE:nccl-profiler-rerail>)
+set_tests_properties(ib_rxe_discovery PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
