@@ -68,21 +68,22 @@ class VerbsLib {
   vx::QueryGidFn query_gid = nullptr;
   vx::ForkInitFn fork_init = nullptr;
   vx::PortStateStrFn port_state_str = nullptr;
-  // Resolved now so a library that lacks them is rejected at load, typed by the data path's stages.
+  vx::StrFn event_type_str = nullptr;
+  vx::StrFn wc_status_str = nullptr;
+  vx::AllocPdFn alloc_pd = nullptr;
+  vx::DeallocPdFn dealloc_pd = nullptr;
+  vx::RegMrFn reg_mr = nullptr;
+  vx::DeregMrFn dereg_mr = nullptr;
+  vx::CreateCqFn create_cq = nullptr;
+  vx::DestroyCqFn destroy_cq = nullptr;
+  vx::CreateQpFn create_qp = nullptr;
+  vx::ModifyQpFn modify_qp = nullptr;
+  vx::QueryQpFn query_qp = nullptr;
+  vx::DestroyQpFn destroy_qp = nullptr;
+  // Resolved now so a library that lacks them is rejected at load; typed by later stages (the async
+  // event thread, GPU memory).
   vx::GenericFn get_async_event = nullptr;
   vx::GenericFn ack_async_event = nullptr;
-  vx::GenericFn event_type_str = nullptr;
-  vx::GenericFn wc_status_str = nullptr;
-  vx::GenericFn alloc_pd = nullptr;
-  vx::GenericFn dealloc_pd = nullptr;
-  vx::GenericFn reg_mr = nullptr;
-  vx::GenericFn dereg_mr = nullptr;
-  vx::GenericFn create_cq = nullptr;
-  vx::GenericFn destroy_cq = nullptr;
-  vx::GenericFn create_qp = nullptr;
-  vx::GenericFn modify_qp = nullptr;
-  vx::GenericFn query_qp = nullptr;
-  vx::GenericFn destroy_qp = nullptr;
   vx::GenericFn reg_mr_iova2 = nullptr;   // IBVERBS_1.8, optional
   vx::GenericFn reg_dmabuf_mr = nullptr;  // IBVERBS_1.12, optional
 
