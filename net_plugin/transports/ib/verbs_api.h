@@ -387,6 +387,33 @@ struct Wc {
   uint8_t dlid_path_bits;
 };
 
+// enum ibv_event_type (the ones rerail reacts to)
+enum EventType : int {
+  kEventCqErr = 0,
+  kEventQpFatal = 1,
+  kEventQpReqErr = 2,
+  kEventQpAccessErr = 3,
+  kEventCommEst = 4,
+  kEventPathMigErr = 7,
+  kEventDeviceFatal = 8,
+  kEventPortActive = 9,
+  kEventPortErr = 10,
+  kEventLidChange = 11,
+  kEventGidChange = 18,
+};
+
+// struct ibv_async_event
+struct AsyncEvent {
+  union {
+    Cq* cq;
+    Qp* qp;
+    Srq* srq;
+    void* wq;
+    int port_num;
+  } element;
+  int event_type;  // EventType
+};
+
 // Function types of the IBVERBS_1.1 entry points discovery needs (the data path adds its own).
 using GetDeviceListFn = Device** (*)(int* num_devices);
 using FreeDeviceListFn = void (*)(Device** list);
@@ -410,7 +437,9 @@ using CreateQpFn = Qp* (*)(Pd* pd, QpInitAttr* attr);
 using ModifyQpFn = int (*)(Qp* qp, QpAttr* attr, int attr_mask);
 using QueryQpFn = int (*)(Qp* qp, QpAttr* attr, int attr_mask, QpInitAttr* init_attr);
 using DestroyQpFn = int (*)(Qp* qp);
-// Entry points resolved now for later stages (async events, GPU memory); typed there.
+using GetAsyncEventFn = int (*)(Context* context, AsyncEvent* event);
+using AckAsyncEventFn = void (*)(AsyncEvent* event);
+// Entry points resolved now for later stages (GPU memory); typed there.
 using GenericFn = void (*)();
 
 }  // namespace rr::ib::vx

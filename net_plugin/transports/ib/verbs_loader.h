@@ -80,10 +80,9 @@ class VerbsLib {
   vx::ModifyQpFn modify_qp = nullptr;
   vx::QueryQpFn query_qp = nullptr;
   vx::DestroyQpFn destroy_qp = nullptr;
-  // Resolved now so a library that lacks them is rejected at load; typed by later stages (the async
-  // event thread, GPU memory).
-  vx::GenericFn get_async_event = nullptr;
-  vx::GenericFn ack_async_event = nullptr;
+  vx::GetAsyncEventFn get_async_event = nullptr;
+  vx::AckAsyncEventFn ack_async_event = nullptr;
+  // Resolved now; typed by the stage that calls them (GPU memory, issue 9).
   vx::GenericFn reg_mr_iova2 = nullptr;   // IBVERBS_1.8, optional
   vx::GenericFn reg_dmabuf_mr = nullptr;  // IBVERBS_1.12, optional
 

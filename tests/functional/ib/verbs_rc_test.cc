@@ -6,20 +6,28 @@
 //   * inline writes, RDMA READ back;
 //   * a bad rkey: REM_ACCESS_ERR, the QP is in ERR, later WRs flush; Reset + Connect revives it (failback);
 //   * a peer QP moved to ERR drops what arrives: the writer gets RETRY_EXC_ERR after timeout x retries;
-//   * figures (printed, not asserted): write bandwidth, time to RETRY_EXC_ERR.
+//   * the async-event thread reports PORT_ERR / PORT_ACTIVE when the port's netdev goes down / up, a
+//     write posted while the port is down completes in error, and the QPs reconnect after the heal;
+//   * figures (printed, not asserted): write bandwidth, time to RETRY_EXC_ERR, event and error latency.
 // Without a device (this host's kernel has no RDMA) every test is skipped.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "rerail/clock.h"
 #include "rerail/params.h"
 #include "transports/ib/ib_device.h"
 #include "transports/ib/ib_devices.h"
+#include "transports/ib/ib_events.h"
 #include "transports/ib/ib_qp.h"
 
 namespace {
@@ -189,6 +197,91 @@ TEST_F(VerbsRc, PeerInErrorGivesRetryExceeded) {
   EXPECT_EQ(s[0].status, vx::kWcRetryExcErr) << WcStatusName(dev_->lib(), s[0].status);
   std::printf("FIGURE rxe RETRY_EXC_ERR after %.0f ms (timeout 14 = 67 ms/try, retry_cnt 3)\n", Ms(t0, t1));
   EXPECT_EQ(b_[0], 0) << "nothing landed in a QP in ERR";
+}
+
+// Events as the monitor thread delivers them.
+class EventLog {
+ public:
+  void Add(const IbEvent& e) {
+    std::lock_guard<std::mutex> g(mu_);
+    ev_.push_back(e);
+  }
+  // The first event of `kind` on `port`, waiting up to timeout_ms; false if none came.
+  bool WaitFor(IbEvent::Kind kind, int port, int timeout_ms, IbEvent* out) {
+    auto end = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (Clock::now() < end) {
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        for (const IbEvent& e : ev_)
+          if (e.kind == kind && e.port == port) return *out = e, true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<IbEvent> ev_;
+};
+
+TEST_F(VerbsRc, PortDownEventErrorsAndHeal) {
+  const std::string nd = dev_->port().netdev;
+  if (geteuid() != 0 || nd.empty() || access("/usr/bin/ip", X_OK) != 0) GTEST_SKIP() << "needs root, a RoCE netdev and ip";
+  EventLog log;
+  std::unique_ptr<IbEventMonitor> mon;
+  ASSERT_TRUE(IbEventMonitor::Start({dev_.get()}, [&](const IbEvent& e) { log.Add(e); }, &mon).ok());
+  const int port = dev_->port().port;
+
+  auto t0 = Clock::now();
+  uint64_t t0ns = rr::NowNs();
+  ASSERT_EQ(std::system(("/usr/bin/ip link set " + nd + " down").c_str()), 0);
+  IbEvent down;
+  ASSERT_TRUE(log.WaitFor(IbEvent::Kind::kPortDown, port, 5000, &down)) << "no PORT_ERR within 5 s of " << nd << " down";
+  EXPECT_EQ(down.dev, dev_->port().dev);
+  EXPECT_EQ(down.type, vx::kEventPortErr);
+  std::printf("FIGURE rxe PORT_ERR event %.1f ms after 'ip link set %s down' (%s)\n", (down.at_ns - t0ns) / 1e6, nd.c_str(),
+              down.name.c_str());
+
+  // A write posted on the dead port completes in error (or is refused at post time).
+  ASSERT_TRUE(qb_->PostRecv(1).ok());
+  auto tp = Clock::now();
+  rr::Status p = qa_->PostWrite(2, a_.data(), 4096, ma_->lkey(), B(0), mb_->rkey(), true, 7, true);
+  if (p.ok()) {
+    auto s = Wait(*ca_, 1, 30000);
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_NE(s[0].status, vx::kWcSuccess) << "a write through a down port succeeded";
+    std::printf("FIGURE rxe write on a down port: %s after %.0f ms\n", WcStatusName(dev_->lib(), s[0].status).c_str(),
+                Ms(tp, Clock::now()));
+  } else {
+    std::printf("FIGURE rxe write on a down port refused at post: %s\n", p.ToString().c_str());
+  }
+
+  uint64_t tup = rr::NowNs();
+  ASSERT_EQ(std::system(("/usr/bin/ip link set " + nd + " up").c_str()), 0);
+  IbEvent up;
+  ASSERT_TRUE(log.WaitFor(IbEvent::Kind::kPortUp, port, 10000, &up)) << "no PORT_ACTIVE within 10 s of " << nd << " up";
+  std::printf("FIGURE rxe PORT_ACTIVE event %.1f ms after 'ip link set %s up'; down->up cycle %.0f ms\n",
+              (up.at_ns - tup) / 1e6, nd.c_str(), Ms(t0, Clock::now()));
+  mon.reset();
+
+  // Failback after the heal: both QPs through RESET and connected again; data flows.
+  ASSERT_TRUE(qa_->Reset().ok());
+  ASSERT_TRUE(qb_->Reset().ok());
+  int n = 0;
+  vx::Wc junk[16];
+  ASSERT_TRUE(ca_->Poll(16, junk, &n).ok());
+  ASSERT_TRUE(cb_->Poll(16, junk, &n).ok());
+  Connect();
+  ASSERT_TRUE(qb_->PostRecv(3).ok());
+  ASSERT_TRUE(qa_->PostWrite(4, a_.data(), 65536, ma_->lkey(), B(0), mb_->rkey(), true, 9, true).ok());
+  auto s = Wait(*ca_, 1);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].status, vx::kWcSuccess) << WcStatusName(dev_->lib(), s[0].status);
+  auto r = Wait(*cb_, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(ntohl(r[0].imm_data), 9u);
+  EXPECT_EQ(memcmp(b_.data(), a_.data(), 65536), 0);
 }
 
 TEST_F(VerbsRc, WriteBandwidthFigure) {

@@ -155,11 +155,26 @@ static_assert(I(vx::kWcSend) == I(IBV_WC_SEND) && I(vx::kWcRdmaWrite) == I(IBV_W
               I(vx::kWcRdmaRead) == I(IBV_WC_RDMA_READ) && I(vx::kWcRecv) == I(IBV_WC_RECV) &&
               I(vx::kWcRecvRdmaWithImm) == I(IBV_WC_RECV_RDMA_WITH_IMM) && I(vx::kWcWithImm) == I(IBV_WC_WITH_IMM));
 
+static_assert(sizeof(vx::AsyncEvent) == sizeof(ibv_async_event));
+static_assert(offsetof(vx::AsyncEvent, element.port_num) == offsetof(ibv_async_event, element.port_num));
+static_assert(offsetof(vx::AsyncEvent, event_type) == offsetof(ibv_async_event, event_type));
+static_assert(I(vx::kEventCqErr) == I(IBV_EVENT_CQ_ERR) && I(vx::kEventQpFatal) == I(IBV_EVENT_QP_FATAL) &&
+              I(vx::kEventQpReqErr) == I(IBV_EVENT_QP_REQ_ERR) && I(vx::kEventQpAccessErr) == I(IBV_EVENT_QP_ACCESS_ERR) &&
+              I(vx::kEventCommEst) == I(IBV_EVENT_COMM_EST) && I(vx::kEventPathMigErr) == I(IBV_EVENT_PATH_MIG_ERR) &&
+              I(vx::kEventDeviceFatal) == I(IBV_EVENT_DEVICE_FATAL) && I(vx::kEventPortActive) == I(IBV_EVENT_PORT_ACTIVE) &&
+              I(vx::kEventPortErr) == I(IBV_EVENT_PORT_ERR) && I(vx::kEventLidChange) == I(IBV_EVENT_LID_CHANGE) &&
+              I(vx::kEventGidChange) == I(IBV_EVENT_GID_CHANGE));
+
 // The function types match the real prototypes (argument and result types, modulo the opaque structs).
+template <typename T>
+constexpr size_t kSizeOr0 = sizeof(T);
+template <>
+constexpr size_t kSizeOr0<void> = 0;
 template <typename Ours, typename Theirs>
 constexpr bool kSameArity = false;
 template <typename R1, typename... A1, typename R2, typename... A2>
-constexpr bool kSameArity<R1 (*)(A1...), R2 (*)(A2...)> = sizeof...(A1) == sizeof...(A2) && sizeof(R1) == sizeof(R2);
+constexpr bool kSameArity<R1 (*)(A1...), R2 (*)(A2...)> =
+    sizeof...(A1) == sizeof...(A2) && kSizeOr0<R1> == kSizeOr0<R2> && ((kSizeOr0<A1> == kSizeOr0<A2>) && ...);
 static_assert(kSameArity<vx::GetDeviceListFn, decltype(&ibv_get_device_list)>);
 static_assert(kSameArity<vx::QueryDeviceFn, decltype(&ibv_query_device)>);
 static_assert(kSameArity<vx::QueryGidFn, decltype(&ibv_query_gid)>);
@@ -173,6 +188,8 @@ static_assert(kSameArity<vx::QueryQpFn, decltype(&ibv_query_qp)>);
 static_assert(kSameArity<vx::DestroyQpFn, decltype(&ibv_destroy_qp)>);
 static_assert(kSameArity<vx::DeregMrFn, decltype(&ibv_dereg_mr)>);
 static_assert(kSameArity<vx::StrFn, decltype(&ibv_wc_status_str)>);
+static_assert(kSameArity<vx::GetAsyncEventFn, decltype(&ibv_get_async_event)>);
+static_assert(kSameArity<vx::AckAsyncEventFn, decltype(&ibv_ack_async_event)>);
 
 // The checks above are compile-time; this records in the test log which header they ran against.
 TEST(VerbsLayout, CheckedAgainstRdmaCoreHeader) {
