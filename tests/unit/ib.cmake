@@ -6,6 +6,7 @@ set_target_properties(rr_fake_foreign_verbs PROPERTIES C_VISIBILITY_PRESET defau
 target_link_options(rr_fake_foreign_verbs PRIVATE -Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/ib/fake_foreign_verbs.map)
 rerail_gtest(test_ib_unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/ib/test_ib_devices.cc ${CMAKE_CURRENT_LIST_DIR}/ib/test_verbs_loader.cc
+          ${CMAKE_CURRENT_LIST_DIR}/ib/test_mr_cache.cc
   LIBS rerail_ib LABELS unit TIMEOUT 30)
 target_compile_definitions(test_ib_unit PRIVATE RERAIL_FAKE_UNVERSIONED_VERBS="$<TARGET_FILE:rr_fake_unversioned_verbs>"
                            RERAIL_FAKE_FOREIGN_VERBS="$<TARGET_FILE:rr_fake_foreign_verbs>")

@@ -8,6 +8,8 @@
 //   * a peer QP moved to ERR drops what arrives: the writer gets RETRY_EXC_ERR after timeout x retries;
 //   * the async-event thread reports PORT_ERR / PORT_ACTIVE when the port's netdev goes down / up, a
 //     write posted while the port is down completes in error, and the QPs reconnect after the heal;
+//   * MrCache: one regMr registers the buffers on every rail (rxe0, rxe1); writes on each rail's QPs
+//     use that rail's keys from the one handle;
 //   * figures (printed, not asserted): write bandwidth, time to RETRY_EXC_ERR, event and error latency.
 // Without a device (this host's kernel has no RDMA) every test is skipped.
 #include <arpa/inet.h>
@@ -28,6 +30,7 @@
 #include "transports/ib/ib_device.h"
 #include "transports/ib/ib_devices.h"
 #include "transports/ib/ib_events.h"
+#include "transports/ib/ib_mr_cache.h"
 #include "transports/ib/ib_qp.h"
 
 namespace {
@@ -282,6 +285,43 @@ TEST_F(VerbsRc, PortDownEventErrorsAndHeal) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(ntohl(r[0].imm_data), 9u);
   EXPECT_EQ(memcmp(b_.data(), a_.data(), 65536), 0);
+}
+
+TEST_F(VerbsRc, OneRegistrationServesEveryRail) {
+  IbOptions o;
+  ASSERT_TRUE(IbOptions::FromParams(&o).ok());
+  IbDiscovery d;
+  ASSERT_TRUE(DiscoverIb(dev_->lib(), o, &d).ok());
+  if (d.ports.size() < 2) GTEST_SKIP() << "needs two rails (rxe-guest.sh --rails 2)";
+  std::unique_ptr<IbDevice> dev1;
+  ASSERT_TRUE(IbDevice::Open(dev_->lib(), d.ports[1], &dev1).ok());
+  std::vector<IbDevice*> rails = {dev_.get(), dev1.get()};
+  VerbsRegistrar reg(rails);
+  MrCache cache(&reg);
+  MrHandle *src = nullptr, *dst = nullptr;
+  ASSERT_TRUE(cache.Register(a_.data() + 5, kBuf - 5, &src).ok());
+  ASSERT_TRUE(cache.Register(b_.data(), kBuf, &dst).ok());
+  ASSERT_EQ(src->keys.size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    // A QP pair on rail r (loopback on that device) writes 64 KiB at its own offset with rail r's keys.
+    std::unique_ptr<IbCq> cq;
+    std::unique_ptr<IbQp> x, y;
+    ASSERT_TRUE(IbCq::Create(*rails[r], 64, &cq).ok());
+    ASSERT_TRUE(IbQp::Create(*rails[r], *cq, *cq, QpOptions(), &x).ok());
+    ASSERT_TRUE(IbQp::Create(*rails[r], *cq, *cq, QpOptions(), &y).ok());
+    ASSERT_TRUE(x->Connect(y->Endpoint()).ok());
+    ASSERT_TRUE(y->Connect(x->Endpoint()).ok());
+    size_t off = 4096 + r * 65536;
+    ASSERT_TRUE(x->PostWrite(r, a_.data() + off, 65536, src->keys[r].lkey, B(off), dst->keys[r].rkey, false, 0, true).ok());
+    auto s = Wait(*cq, 1);
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].status, vx::kWcSuccess) << "rail " << r << ": " << WcStatusName(dev_->lib(), s[0].status);
+    EXPECT_EQ(memcmp(b_.data() + off, a_.data() + off, 65536), 0) << "rail " << r;
+  }
+  EXPECT_EQ(b_[0], 0);
+  ASSERT_TRUE(cache.Deregister(src).ok());
+  ASSERT_TRUE(cache.Deregister(dst).ok());
+  EXPECT_EQ(cache.entries(), 0u);
 }
 
 TEST_F(VerbsRc, WriteBandwidthFigure) {
