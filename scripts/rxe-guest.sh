@@ -7,6 +7,12 @@
 #                      closure into the guest; repeatable. Binaries built here find their plugins by
 #                      the build paths compiled in, so copy those too (--with build/.../libX.so).
 #     --rails N        N veth pairs vethK/vethKp (10.10.K.1/24 and .2) with rxeK on vethK (default 1)
+#     --pair           two guests, "a" and "b", joined by one virtual wire per rail (QEMU dgram netdevs
+#                      over host UDP, virtio-net): rail K is ethK with 10.20.K.1/24 (a) / .2 (b) and rxeK
+#                      on it — a real 2-host multi-rail RoCE fabric. COMMAND runs in both, with
+#                      RXE_ROLE=a|b and RXE_PEER=<the other guest's rail-0 address>; the exit code is
+#                      a's, or b's if a's is 0. The host can cut rail K of a guest like a pulled cable
+#                      with RXE_CUT="a:K:SECONDS:DURATION" (QEMU monitor set_link off, then on).
 #     --timeout S      wall-clock bound of the whole guest run, boot included (default 300)
 #     --mem MB         guest memory (default 1024)
 #     --cache DIR      where the kernel package and its extraction are kept
@@ -28,7 +34,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-rails=1 timeout_s=300 mem=1024 cache="$here/build/rxe-cache" keep=0
+rails=1 timeout_s=300 mem=1024 cache="$here/build/rxe-cache" keep=0 pair=0
 withs=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,6 +44,7 @@ while [ $# -gt 0 ]; do
     --mem) mem=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --keep) keep=1; shift ;;
+    --pair) pair=1; shift ;;
     --) shift; break ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "rxe-guest: unknown option $1" >&2; exit 2 ;;
@@ -98,12 +105,13 @@ add_mod() {
   order+=("$m")
 }
 for m in crc32_generic veth rdma_rxe; do add_mod "$m"; done
+[ "$pair" = 1 ] && for m in virtio_pci virtio_net; do add_mod "$m"; done
 
 # ---- initramfs --------------------------------------------------------------------------------------
 work=$(mktemp -d "${TMPDIR:-/tmp}/rxe-guest.XXXXXX")
-qpid=""
+qpids=()
 cleanup() {
-  [ -n "$qpid" ] && kill -9 "$qpid" 2>/dev/null || true
+  for p in ${qpids[@]+"${qpids[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
   if [ "$keep" = 1 ]; then log "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -148,6 +156,7 @@ done
 printf '%s\n' "${order[@]}" > "$root/modules/order"
 printf '%s\n' "$*" > "$root/cmd"
 echo "$rails" > "$root/rails"
+[ "$pair" = 1 ] && touch "$root/pair"
 
 cat > "$root/init" <<'EOF'
 #!/bin/busybox sh
@@ -162,14 +171,29 @@ for m in $(cat /modules/order); do insmod /modules/$m.ko || fail "insmod $m"; do
 IP=/usr/bin/ip RDMA=/usr/bin/rdma
 $IP link set lo up
 k=0
+role=$(sed -n 's/.*rxe_role=\([ab]\).*/\1/p' /proc/cmdline)
+if [ -f /pair ]; then
+  me=1 peer=2; [ "$role" = b ] && me=2 peer=1
+  export RXE_ROLE=$role RXE_PEER=10.20.0.$peer
+fi
 while [ $k -lt $(cat /rails) ]; do
-  $IP link add veth$k type veth peer name veth${k}p || fail "veth$k"
-  $IP addr add 10.10.$k.1/24 dev veth$k && $IP addr add 10.10.$k.2/24 dev veth${k}p || fail "addr veth$k"
-  $IP link set veth$k up && $IP link set veth${k}p up || fail "up veth$k"
-  $RDMA link add rxe$k type rxe netdev veth$k || fail "rdma link add rxe$k"
+  if [ -f /pair ]; then  # rail k = the k-th virtio NIC (QEMU's order), one wire to the other guest
+    nd=eth$k
+    $IP addr add 10.20.$k.$me/24 dev $nd && $IP link set $nd up || fail "up $nd"
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do  # carrier, up to 2 s
+      [ "$(cat /sys/class/net/$nd/operstate)" = up ] && break
+      sleep 0.1
+    done
+  else
+    nd=veth$k
+    $IP link add veth$k type veth peer name veth${k}p || fail "veth$k"
+    $IP addr add 10.10.$k.1/24 dev veth$k && $IP addr add 10.10.$k.2/24 dev veth${k}p || fail "addr veth$k"
+    $IP link set veth$k up && $IP link set veth${k}p up || fail "up veth$k"
+  fi
+  $RDMA link add rxe$k type rxe netdev $nd || fail "rdma link add rxe$k"
   k=$((k + 1))
 done
-echo "RXE-GUEST: ready ($(uname -r), $(cat /rails) rxe device(s))"
+echo "RXE-GUEST: ready ($(uname -r), $(cat /rails) rxe device(s)${role:+, guest $role})"
 echo "== guest output =="
 /usr/bin/bash -c "$(cat /cmd)" 2>&1
 rc=$?
@@ -182,26 +206,87 @@ chmod +x "$root/init"
 log "kernel $kver, modules: ${order[*]}, initramfs $(du -h "$work/initrd.gz" | cut -f1)"
 
 # ---- boot -------------------------------------------------------------------------------------------
+# boot ROLE EXTRA-QEMU-ARGS...: one guest in the background, console in $work/console.ROLE.log
+boot() {
+  local role=$1
+  shift
+  timeout --kill-after=5 "$timeout_s" nice -n 10 "$qemu" -accel tcg -m "$mem" -smp 1 -nographic -no-reboot \
+    -kernel "$vmlinuz" -initrd "$work/initrd.gz" "$@" \
+    -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init rxe_role=$role" </dev/null >"$work/console.$role.log" 2>&1 &
+  qpids+=($!)
+}
+# The command's result from one guest's console: prints its output, sets grc.
+report() {
+  local role=$1 qrc=$2 console="$work/console.$1.log"
+  tr -d '\r' <"$console" | sed -n '/^RXE-GUEST: /p'
+  tr -d '\r' <"$console" | awk '/^== guest output ==$/ {n++; print; next} n == 1 {print}'
+  grc=$(tr -d '\r' <"$console" | sed -n 's/^RXE-GUEST-RC=\([0-9]*\)$/\1/p' | tail -n 1)
+  if [ -z "$grc" ]; then
+    if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then log "guest $role did not finish within ${timeout_s} s"; grc=124
+    else log "guest $role ended without a result (qemu exit $qrc); console tail:"; grc=125; fi
+    tail -n 30 "$console" | tr -d '\r' >&2
+  fi
+}
+# RXE_CUT="ROLE:RAIL:AT_S:FOR_S": pull rail RAIL of guest ROLE at AT_S seconds after its output starts
+# (QEMU's link state: the guest sees carrier loss, the peer sees packets vanish), plug it back FOR_S later.
+monitor() {  # SOCKET COMMAND: one human-monitor command to a guest's QEMU
+  timeout 5 python3 - "$1" "$2" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall((sys.argv[2] + "\n").encode())
+time.sleep(0.3)
+PY
+}
+cut_link() {
+  local role rail at dur mon
+  IFS=: read -r role rail at dur <<<"$RXE_CUT"
+  mon="$work/mon.$role.sock"
+  for _ in $(seq 1 "$timeout_s"); do
+    grep -q '^== guest output ==' "$work/console.$role.log" 2>/dev/null && break
+    sleep 1
+  done
+  sleep "$at"
+  log "cut: guest $role rail $rail off"
+  monitor "$mon" "set_link n$rail off" || log "cut: monitor command failed"
+  sleep "$dur"
+  log "cut: guest $role rail $rail on"
+  monitor "$mon" "set_link n$rail on" || log "cut: monitor command failed"
+}
+
 t0=$(date +%s.%N)
-console="$work/console.log"
-set +e
-timeout --kill-after=5 "$timeout_s" nice -n 10 "$qemu" -accel tcg -m "$mem" -smp 1 -nographic -no-reboot \
-  -kernel "$vmlinuz" -initrd "$work/initrd.gz" -nic none \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init" </dev/null >"$console" 2>&1 &
-qpid=$!
-wait "$qpid"
-qrc=$?
-qpid=""
-set -e
+if [ "$pair" = 1 ]; then
+  base=$((20000 + RANDOM % 20000))
+  args_a=() args_b=()
+  for ((k = 0; k < rails; k++)); do
+    pa=$((base + 2 * k)) pb=$((base + 2 * k + 1))
+    args_a+=(-netdev "dgram,id=n$k,local.type=inet,local.host=127.0.0.1,local.port=$pa,remote.type=inet,remote.host=127.0.0.1,remote.port=$pb"
+             -device "virtio-net-pci,netdev=n$k,mac=52:54:00:00:0$k:01")
+    args_b+=(-netdev "dgram,id=n$k,local.type=inet,local.host=127.0.0.1,local.port=$pb,remote.type=inet,remote.host=127.0.0.1,remote.port=$pa"
+             -device "virtio-net-pci,netdev=n$k,mac=52:54:00:00:0$k:02")
+  done
+  boot a "${args_a[@]}" -monitor "unix:$work/mon.a.sock,server,nowait"
+  boot b "${args_b[@]}" -monitor "unix:$work/mon.b.sock,server,nowait"
+  cutpid=""
+  if [ -n "${RXE_CUT:-}" ]; then cut_link & cutpid=$!; fi
+  set +e
+  wait "${qpids[0]}"; qa=$?
+  wait "${qpids[1]}"; qb=$?
+  [ -n "$cutpid" ] && kill "$cutpid" 2>/dev/null
+  set -e
+  qpids=()
+  echo "---- guest a ----"; report a "$qa"; ga=$grc
+  echo "---- guest b ----"; report b "$qb"; gb=$grc
+  grc=$ga; [ "$grc" = 0 ] && grc=$gb
+else
+  boot a -nic none
+  set +e
+  wait "${qpids[0]}"; qa=$?
+  set -e
+  qpids=()
+  report a "$qa"
+fi
 t1=$(date +%s.%N)
 secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
-tr -d '\r' <"$console" | sed -n '/^RXE-GUEST: /p'
-tr -d '\r' <"$console" | awk '/^== guest output ==$/ {n++; print; next} n == 1 {print}'
-grc=$(tr -d '\r' <"$console" | sed -n 's/^RXE-GUEST-RC=\([0-9]*\)$/\1/p' | tail -n 1)
-log "boot+run ${secs} s (TCG, qemu exit $qrc)"
-if [ -z "$grc" ]; then
-  if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then log "guest did not finish within ${timeout_s} s"; grc=124
-  else log "guest ended without a result (qemu exit $qrc); console tail:"; grc=125; fi
-  tail -n 30 "$console" | tr -d '\r' >&2
-fi
+log "boot+run ${secs} s (TCG$([ "$pair" = 1 ] && echo ", 2 guests"))"
 exit "$grc"

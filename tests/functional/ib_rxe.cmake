@@ -18,3 +18,10 @@ add_test(NAME ib_rxe_verbs_rc
                  -- "$<TARGET_FILE:test_ib_verbs_rc> --gtest_color=no")
 set_tests_properties(ib_rxe_verbs_rc PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
                      FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+
+# Two guests, two rails (one virtual wire each): ibv_rc_pingpong between guest a and guest b on rxe0 and
+# on rxe1 — the 2-host multi-rail RoCE fabric the data-path tests will run on.
+add_test(NAME ib_rxe_pair_pingpong
+         COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh --pair --rails 2 --timeout 240 --
+                 "for d in rxe0 rxe1; do if [ $RXE_ROLE = a ]; then timeout 60 ibv_rc_pingpong -d $d -g 1 -n 50; else sleep 2; timeout 60 ibv_rc_pingpong -d $d -g 1 -n 50 $RXE_PEER; fi || exit 1; echo pingpong-$d-ok; done")
+set_tests_properties(ib_rxe_pair_pingpong PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
