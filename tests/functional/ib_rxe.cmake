@@ -25,3 +25,13 @@ add_test(NAME ib_rxe_pair_pingpong
          COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh --pair --rails 2 --timeout 240 --
                  "for d in rxe0 rxe1; do if [ $RXE_ROLE = a ]; then timeout 60 ibv_rc_pingpong -d $d -g 1 -n 50; else sleep 2; timeout 60 ibv_rc_pingpong -d $d -g 1 -n 50 $RXE_PEER; fi || exit 1; echo pingpong-$d-ok; done")
 set_tests_properties(ib_rxe_pair_pingpong PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# Lossless failover between the two guests with rerail's verbs objects: guest a takes its rail-0 netdev
+# down halfway; guest b's rail-0 writes end in RETRY_EXC_ERR, it re-writes every chunk without a
+# successful completion on rail 1, and a checks every byte (tests/functional/ib/verbs_pair_failover.cc).
+add_executable(rr_ib_pair_failover ${CMAKE_CURRENT_LIST_DIR}/ib/verbs_pair_failover.cc)
+target_link_libraries(rr_ib_pair_failover PRIVATE rerail_ib)
+add_test(NAME ib_rxe_pair_failover
+         COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh --pair --rails 2 --timeout 240
+                 --with $<TARGET_FILE:rr_ib_pair_failover> -- "$<TARGET_FILE:rr_ib_pair_failover>")
+set_tests_properties(ib_rxe_pair_failover PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)

@@ -68,7 +68,8 @@ class IbQp {
                    bool with_imm, uint32_t imm, bool signaled, bool inline_data = false);
   // RDMA READ of remote [raddr, raddr+len) into local [laddr, ...) (always signalled).
   Status PostRead(uint64_t wr_id, void* laddr, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey);
-  // A zero-length receive for one WRITE_WITH_IMM notification.
+  // A zero-length receive for one WRITE_WITH_IMM notification (the QP must be connected: the verbs
+  // refuse receives in RESET).
   Status PostRecv(uint64_t wr_id);
 
  private:
