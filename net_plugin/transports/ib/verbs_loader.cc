@@ -36,15 +36,6 @@ std::string VerbsLib::Describe() const {
   return std::string(StateName(state_)) + ": " + why_;
 }
 
-void VerbsLib::ClearAll() {
-  VerbsLib blank;
-  blank.state_ = state_;
-  blank.asked_ = std::move(asked_);
-  blank.path_ = std::move(path_);
-  blank.why_ = std::move(why_);
-  *this = std::move(blank);
-}
-
 bool VerbsLib::Resolve(void* dl) {
   // The function-pointer members are filled through void** as dlvsym returns data pointers (POSIX
   // guarantees the two convert; NCCL's ibvsymbols.cc does the same).
@@ -81,6 +72,7 @@ bool VerbsLib::Resolve(void* dl) {
     *s.slot = dlvsym(dl, s.name, s.version);
     if (*s.slot == nullptr && s.required) {
       why_ = std::string(asked_) + " has no " + s.name + "@" + s.version;
+      for (const Sym& t : syms) *t.slot = nullptr;  // a broken library hands out no entry point
       return false;
     }
   }
@@ -99,7 +91,6 @@ std::unique_ptr<VerbsLib> VerbsLib::Open(const std::string& path) {
   }
   if (!lib->Resolve(dl)) {
     lib->state_ = State::kBroken;
-    lib->ClearAll();
     dlclose(dl);  // nothing of it was used
     return lib;
   }

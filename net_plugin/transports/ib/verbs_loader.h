@@ -90,8 +90,7 @@ class VerbsLib {
 
  private:
   VerbsLib() = default;
-  bool Resolve(void* dl);  // fills the pointers; false (and why_) when a required one is missing
-  void ClearAll();
+  bool Resolve(void* dl);  // fills the pointers; false (all null, why_ set) when a required one is missing
 
   State state_ = State::kAbsent;
   std::string asked_;
