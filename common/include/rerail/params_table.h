@@ -36,6 +36,10 @@
   RR_PARAM(IbAddrFamily, "IB_ADDR_FAMILY", kEnum, "ipv4", "", "ipv4|ipv6",                                  \
            "Address family of the RoCE GID the automatic choice prefers (IPv4-mapped or global IPv6)")      \
   RR_PARAM(IbRoceVersion, "IB_ROCE_VERSION", kInt, "2", "", "1:2", "RoCE version the automatic GID choice prefers") \
+  RR_PARAM(IbTimeout, "IB_TIMEOUT", kInt, "14", "", "1:31",                                                \
+           "RC QP local ACK timeout exponent: one try waits 4.096 us x 2^value (14: 67 ms). With RERAIL_IB_RETRY_CNT it bounds how long a dead path " \
+           "takes to fail (14 and 3: ~270 ms; NCCL's 20 and 7: ~34 s) before rerail fails over") \
+  RR_PARAM(IbRetryCnt, "IB_RETRY_CNT", kInt, "3", "", "0:7", "RC QP transport retries before RETRY_EXC_ERR (see RERAIL_IB_TIMEOUT)") \
   /* resilience */                                                                                         \
   RR_PARAM(Policy, "POLICY", kEnum, "auto", "", "auto|stripe|failover",                                    \
            "stripe: use every healthy rail; failover: primary rail only while healthy and not degraded (measured below 0.4x of a survivor); auto: stripe on TCP, failover on IB") \

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <random>
 
+#include "rerail/params.h"
+
 namespace rr::ib {
 namespace {
 
@@ -21,6 +23,17 @@ uint32_t NewPsn() {
 }
 
 }  // namespace
+
+QpOptions QpOptions::FromParams() {
+  QpOptions o;
+  o.timeout = static_cast<uint8_t>(Params::Int(ParamId::IbTimeout));
+  o.retry_cnt = static_cast<uint8_t>(Params::Int(ParamId::IbRetryCnt));
+  return o;
+}
+
+double DeadPathMs(uint8_t timeout, uint8_t retry_cnt) {
+  return 4.096e-3 * static_cast<double>(1ull << timeout) * (retry_cnt + 1);
+}
 
 Status IbQp::Create(IbDevice& dev, IbCq& send_cq, IbCq& recv_cq, const QpOptions& opt, std::unique_ptr<IbQp>* out) {
   std::unique_ptr<IbQp> q(new IbQp(dev, opt));

@@ -40,11 +40,17 @@ static_assert(sizeof(QpEndpoint) == 32, "QpEndpoint travels on the wire");
 struct QpOptions {
   uint32_t max_send = 128;   // send WRs in flight (NCCL: 2 x MAX_REQUESTS x NCCL_NET_IB_MAX_RECVS)
   uint32_t max_recv = 128;   // receives posted for WRITE_WITH_IMM notifications
-  uint8_t timeout = 20;      // RERAIL_IB_TIMEOUT later: 4.096 us x 2^timeout per try (20: ~4.3 s)
-  uint8_t retry_cnt = 7;
+  uint8_t timeout = 14;      // RERAIL_IB_TIMEOUT: 4.096 us x 2^timeout per try (14: 67 ms)
+  uint8_t retry_cnt = 3;     // RERAIL_IB_RETRY_CNT
   uint8_t rnr_retry = 7;     // 7 = retry forever on receiver-not-ready
   uint8_t traffic_class = 0;
+  // timeout and retry_cnt from RERAIL_IB_TIMEOUT / RERAIL_IB_RETRY_CNT (Params must be loaded).
+  static QpOptions FromParams();
 };
+
+// How long an RC write on a dead path takes to end in RETRY_EXC_ERR: 4.096 us x 2^timeout x
+// (retry_cnt + 1), in ms (the IB spec's minimum; providers may wait up to about twice that).
+double DeadPathMs(uint8_t timeout, uint8_t retry_cnt);
 
 class IbQp {
  public:

@@ -223,9 +223,7 @@ int main() {
   if (d.ports.size() < kRails) DIE("%zu IB port(s): %s", d.ports.size(), d.why.c_str());
   std::vector<Rail> rails(kRails);
   std::vector<IbDevice*> devs;
-  QpOptions qo;
-  qo.timeout = 14;  // 67 ms per try
-  qo.retry_cnt = 3;
+  QpOptions qo = QpOptions::FromParams();  // RERAIL_IB_TIMEOUT/RETRY_CNT defaults: ~270 ms to RETRY_EXC_ERR
   qo.max_recv = 2 * kChunks;
   for (int r = 0; r < kRails; ++r) {
     OK(IbDevice::Open(lib, d.ports[r], &rails[r].dev));

@@ -6,6 +6,7 @@
 
 #include "rerail/params.h"
 #include "transports/ib/ib_devices.h"
+#include "transports/ib/ib_qp.h"
 #include "transports/ib/verbs_loader.h"
 
 namespace {
@@ -135,6 +136,23 @@ TEST(IbKnobs, MalformedValuesNameTheVariable) {
     EXPECT_EQ(o.af, rr::ib::AddrFamily::kIpv6);
     EXPECT_EQ(o.roce_version, 2);
   }
+}
+
+// Issue 12: the defaults declare a dead path in well under a second (NCCL's 20/7 take ~34 s).
+TEST(IbKnobs, QpTimeoutsDeclareADeadPathFast) {
+  rr::ib::QpOptions o = rr::ib::QpOptions::FromParams();
+  EXPECT_EQ(o.timeout, 14);
+  EXPECT_EQ(o.retry_cnt, 3);
+  EXPECT_LT(rr::ib::DeadPathMs(o.timeout, o.retry_cnt), 500.0);
+  EXPECT_NEAR(rr::ib::DeadPathMs(14, 3), 268.4, 0.1);
+  EXPECT_NEAR(rr::ib::DeadPathMs(20, 7), 34360.0, 1.0);
+  EnvGuard g("RERAIL_IB_TIMEOUT", "18");
+  EnvGuard g2("RERAIL_IB_RETRY_CNT", "7");
+  o = rr::ib::QpOptions::FromParams();
+  EXPECT_EQ(o.timeout, 18);
+  EXPECT_EQ(o.retry_cnt, 7);
+  EnvGuard g3("RERAIL_IB_RETRY_CNT", "8");
+  EXPECT_EQ(rr::Params::Load().code(), rr::Code::kInvalidUsage) << "retry_cnt is 3 bits";
 }
 
 }  // namespace
