@@ -69,6 +69,8 @@ provider=$(ls /usr/lib/*/libibverbs/librxe-rdmav*.so 2>/dev/null | head -n 1 || 
 
 # ---- kernel package (cached) ----------------------------------------------------------------------
 mkdir -p "$cache"
+exec 9>"$cache/.lock"   # one download/extraction at a time (parallel ctest runs share the cache)
+flock -w 600 9 || skip "cache $cache is locked"
 kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n 1 || true)
 if [ -n "$kpkg" ]; then
   deb=$(ls "$cache"/"${kpkg}"_*.deb 2>/dev/null | head -n 1 || true)
@@ -85,6 +87,7 @@ kdir="$cache/$(basename "$deb" .deb)"
 if [ ! -f "$kdir/.done" ]; then
   rm -rf "$kdir" && mkdir -p "$kdir" && dpkg-deb -x "$deb" "$kdir" && touch "$kdir/.done"
 fi
+flock -u 9
 vmlinuz=$(ls "$kdir"/boot/vmlinuz-* | head -n 1)
 kver=${vmlinuz##*/vmlinuz-}
 moddir="$kdir/lib/modules/$kver"
