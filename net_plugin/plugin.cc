@@ -13,7 +13,9 @@
 #include "staging/cuda_driver.h"
 #include "staging/stager.h"
 #include "transports/tcp/tcp.h"
-#include "rerail/version.h"
+#if RERAIL_WITH_IB
+#include "transports/ib/ib_devices.h"
+#endif
 
 namespace rr::net {
 namespace {
@@ -86,6 +88,7 @@ __attribute__((destructor)) void FreePluginAtUnload() { Plugin::FreeAtUnload(); 
 
 Status Plugin::FirstInit(int abi_version) {
   RR_CHECK(Params::Load());
+  RR_CHECK(ProbeIb());
   uint64_t nofile = 0;
   Status st = sock::RaiseNofileLimit(&nofile);
   if (!st.ok()) RR_WARN("cannot raise RLIMIT_NOFILE: %s", st.ToString().c_str());
@@ -129,6 +132,34 @@ Status Plugin::FirstInit(int abi_version) {
           rr::Version(), abi_version, transport_->name(), names.str().c_str(),
           cfg_.policy == Policy::kFailover ? "failover" : "stripe", cfg_.streams, cfg_.chunk,
           static_cast<unsigned long>(nofile));
+  return Status::Ok();
+}
+
+// IB (issue 12): libibverbs is opened here, never linked. Until the verbs data path lands only TCP devices
+// are offered; one INFO line says why IB is not used (no library, no RDMA in the kernel, no active port)
+// or which ports were found. A malformed RERAIL_IB_* value fails init (ncclInvalidUsage) like any knob.
+Status Plugin::ProbeIb() {
+#if RERAIL_WITH_IB
+  RR_CHECK(ib::VerbsLib::CheckLibParam());
+  ib::IbOptions opt;
+  RR_CHECK(ib::IbOptions::FromParams(&opt));
+  if (ib_probed_) return Status::Ok();
+  ib_probed_ = true;
+  ib::IbDiscovery d;
+  RR_CHECK(ib::DiscoverIb(ib::VerbsLib::Default(), opt, &d));
+  if (d.ports.empty()) {
+    RR_INFO(log::kFlagInit | log::kFlagNet, "IB not used (%s): offering TCP devices only", d.why.c_str());
+    return Status::Ok();
+  }
+  std::string names;
+  for (const ib::IbPort& p : d.ports) names += (names.empty() ? "" : ",") + p.name;
+  RR_INFO(log::kFlagInit | log::kFlagNet,
+          "IB ports found (%s) but the verbs data path is not built yet (issue 12): offering TCP devices only",
+          names.c_str());
+#else
+  if (!ib_probed_) RR_INFO(log::kFlagInit | log::kFlagNet, "IB not used (built with RERAIL_ENABLE_IB=OFF): offering TCP devices only");
+  ib_probed_ = true;
+#endif
   return Status::Ok();
 }
 

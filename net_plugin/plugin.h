@@ -74,6 +74,7 @@ class Plugin {
  private:
   Plugin() = default;
   Status FirstInit(int abi_version);
+  Status ProbeIb();  // once per process: logs why IB is (not) used; bad RERAIL_IB_* → InvalidUsage
   void StartLinkMonitor();
   void OfferGpuBuffers();
   void StartBoard();
@@ -86,6 +87,7 @@ class Plugin {
 
   std::mutex mu_;  // guards everything below; never taken by isend/irecv/test
   int refs_ = 0;
+  bool ib_probed_ = false;
   std::unique_ptr<Transport> transport_;
   ConnConfig cfg_;
   RailSignals rails_;  // written by the link-monitor thread, read lock-free by comms

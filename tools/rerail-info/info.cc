@@ -12,6 +12,9 @@
 #include "proxy_driver.h"
 #include "rerail/params.h"
 #include "rerail/version.h"
+#if RERAIL_WITH_IB
+#include "transports/ib/ib_devices.h"
+#endif
 
 namespace rr::info {
 namespace {
@@ -128,6 +131,53 @@ json OtherPluginJson(const std::string& path, const std::vector<const char*>& sy
   return out;
 }
 
+// The IB ports rerail's loader and discovery see (the plugin offers them once the verbs data path
+// exists); "none" holds the reason when there is none.
+json IbJson() {
+  json ib;
+#if RERAIL_WITH_IB
+  const ib::VerbsLib& lib = ib::VerbsLib::Default();
+  ib["lib"] = lib.Describe();
+  ib["libState"] = ib::StateName(lib.state());
+  if (lib.loaded()) ib["dmabuf"] = lib.has_reg_dmabuf_mr();
+  ib::IbOptions opt;
+  ib::IbDiscovery d;
+  Status st = ib::IbOptions::FromParams(&opt);
+  if (st.ok()) st = ib::DiscoverIb(lib, opt, &d);
+  if (!st.ok()) {
+    ib["error"] = st.message();
+    return ib;
+  }
+  json ports = json::array();
+  for (const ib::IbPort& p : d.ports) {
+    ports.push_back({{"name", p.name},
+                     {"dev", p.dev},
+                     {"port", p.port},
+                     {"guid", Hex(p.guid)},
+                     {"linkLayer", ib::LinkLayerName(p.link_layer)},
+                     {"roceVersion", p.roce_version},
+                     {"gidIndex", p.gid_index},
+                     {"gidAuto", p.gid_auto},
+                     {"gid", ib::GidToString(p.gid)},
+                     {"netdev", p.netdev},
+                     {"lid", p.lid},
+                     {"speed", p.speed_mbps},
+                     {"laneMbps", ib::LaneMbps(p.active_speed)},
+                     {"lanes", ib::Lanes(p.active_width)},
+                     {"speedName", ib::SpeedName(p.active_speed)},
+                     {"mtu", p.active_mtu},
+                     {"pciPath", p.pci_path}});
+  }
+  ib["ports"] = ports;
+  if (ports.empty()) ib["none"] = d.why;
+  ib["skipped"] = d.skipped;
+#else
+  ib["none"] = "built without the IB transport (RERAIL_ENABLE_IB=OFF)";
+  ib["ports"] = json::array();
+#endif
+  return ib;
+}
+
 json ParamsJson() {
   json params = json::array();
   for (const ParamState& p : Params::State()) {
@@ -171,6 +221,7 @@ json Collect(const Paths& paths, bool load_net) {
   if (load_net && !paths.tuner.empty()) doc["tuner"] = OtherPluginJson(paths.tuner, {"ncclTunerPlugin_v5", "ncclTunerPlugin_v6"});
   if (load_net && !paths.profiler.empty())
     doc["profiler"] = OtherPluginJson(paths.profiler, {"ncclProfiler_v5", "ncclProfiler_v6"});
+  if (load_net) doc["ib"] = IbJson();
   doc["params"] = ParamsJson();
   if (!load.ok()) doc["paramsError"] = load.message();
   doc["unknownEnv"] = Params::UnknownInEnv();

@@ -53,6 +53,30 @@ void Device(std::ostringstream& o, const json& d) {
     << "    planeId:             " << Str(d["planeId"]) << "\n";
 }
 
+void IbSection(std::ostringstream& o, const json& ib) {
+  if (ib.contains("error")) {
+    o << "IB devices: error: " << Str(ib["error"]) << "\n";
+    return;
+  }
+  if (ib.contains("none")) o << "IB devices: none: " << Str(ib["none"]) << "\n";
+  else o << "IB devices: " << ib["ports"].size() << " (libibverbs " << Str(ib["lib"]) << ")\n";
+  for (const json& p : ib["ports"]) {
+    std::string ll = Str(p["linkLayer"]);
+    if (p["roceVersion"].get<int>() > 0) ll += " (RoCE v" + Str(p["roceVersion"]) + ")";
+    o << "  " << Str(p["name"]) << " port " << Str(p["port"]) << ":\n"
+      << "    link layer:          " << ll << "\n"
+      << "    guid:                " << Str(p["guid"]) << "\n"
+      << "    gid:                 index " << Str(p["gidIndex"]) << (p["gidAuto"].get<bool>() ? " (auto) " : " (RERAIL_IB_GID_INDEX) ")
+      << Str(p["gid"]) << (Str(p["netdev"]).empty() ? "" : " on " + Str(p["netdev"])) << "\n"
+      << "    speed:               " << Str(p["speed"]) << " Mbps (" << Str(p["lanes"]) << "x " << Str(p["speedName"]) << " "
+      << Str(p["laneMbps"]) << " Mbps)\n"
+      << "    mtu:                 " << Str(p["mtu"]) << "\n"
+      << "    lid:                 " << Str(p["lid"]) << "\n"
+      << "    pciPath:             " << (Str(p["pciPath"]).empty() ? "(none)" : Str(p["pciPath"])) << "\n";
+  }
+  for (const json& s : ib.value("skipped", json::array())) o << "  skipped: " << Str(s) << "\n";
+}
+
 void ParamsSection(std::ostringstream& o, const json& doc) {
   o << "params (RERAIL_*):\n";
   size_t w = 0;
@@ -91,6 +115,7 @@ std::string Text(const json& doc, bool params_only) {
       o << "devices: " << net["devices"].size() << "\n";
       for (const json& d : net["devices"]) Device(o, d);
     }
+    if (doc.contains("ib")) IbSection(o, doc["ib"]);
     if (doc.contains("tuner")) Plugin(o, "tuner plugin", doc["tuner"]);
     if (doc.contains("profiler")) Plugin(o, "profiler plugin", doc["profiler"]);
   }

@@ -5,6 +5,10 @@ find_package(CLI11 CONFIG REQUIRED)
 add_library(rerail_info_core STATIC ${CMAKE_CURRENT_LIST_DIR}/info.cc ${CMAKE_CURRENT_LIST_DIR}/text.cc)
 target_include_directories(rerail_info_core PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(rerail_info_core PUBLIC rerail_netbench_lib rerail_netdrv rerail_common nlohmann_json::nlohmann_json)
+if(RERAIL_IB)  # the "IB devices" section runs rerail's own verbs loader and discovery in process
+  target_link_libraries(rerail_info_core PUBLIC rerail_ib)
+  target_compile_definitions(rerail_info_core PRIVATE RERAIL_WITH_IB=1)
+endif()
 
 add_executable(rerail-info ${CMAKE_CURRENT_LIST_DIR}/main.cc)
 target_link_libraries(rerail-info PRIVATE rerail_info_core CLI11::CLI11)

@@ -25,6 +25,21 @@
   RR_PARAM(TcpBufSize, "TCP_SOCKBUF", kInt, "0", "bytes", "0:268435456", "SO_SNDBUF/SO_RCVBUF per stream; 0 keeps the kernel's autotuning") \
   RR_PARAM(ConnectTimeoutMs, "CONNECT_TIMEOUT_MS", kInt, "30000", "ms", "100:3600000",                    \
            "How long connect/accept keep retrying a rail before giving up on it")                              \
+  /* IB verbs transport (issue 12) */                                                                      \
+  RR_PARAM(IbLib, "IB_LIB", kString, "libibverbs.so.1", "", "",                                            \
+           "libibverbs to dlopen at init (a name the dynamic loader resolves, or a path with '/'); 'none' disables IB. " \
+           "Where it cannot be opened, or lists no device, only TCP devices are offered") \
+  RR_PARAM(IbHca, "IB_HCA", kString, "", "", "",                                                           \
+           "HCAs/ports to use, NCCL syntax: prefix list 'mlx5_0:1,mlx5_1' (':port' optional), '^' excludes, '=' exact names. Empty: every active port") \
+  RR_PARAM(IbGidIndex, "IB_GID_INDEX", kInt, "-1", "", "-1:1023",                                          \
+           "RoCE GID index; -1 picks one as NCCL does (the RERAIL_IB_ADDR_FAMILY address of RoCE version RERAIL_IB_ROCE_VERSION, else index 0)") \
+  RR_PARAM(IbAddrFamily, "IB_ADDR_FAMILY", kEnum, "ipv4", "", "ipv4|ipv6",                                  \
+           "Address family of the RoCE GID the automatic choice prefers (IPv4-mapped or global IPv6)")      \
+  RR_PARAM(IbRoceVersion, "IB_ROCE_VERSION", kInt, "2", "", "1:2", "RoCE version the automatic GID choice prefers") \
+  RR_PARAM(IbTimeout, "IB_TIMEOUT", kInt, "14", "", "1:31",                                                \
+           "RC QP local ACK timeout exponent: one try waits 4.096 us x 2^value (14: 67 ms). With RERAIL_IB_RETRY_CNT it bounds how long a dead path " \
+           "takes to fail (14 and 3: ~270 ms; NCCL's 20 and 7: ~34 s) before rerail fails over") \
+  RR_PARAM(IbRetryCnt, "IB_RETRY_CNT", kInt, "3", "", "0:7", "RC QP transport retries before RETRY_EXC_ERR (see RERAIL_IB_TIMEOUT)") \
   /* resilience */                                                                                         \
   RR_PARAM(Policy, "POLICY", kEnum, "auto", "", "auto|stripe|failover",                                    \
            "stripe: use every healthy rail; failover: primary rail only while healthy and not degraded (measured below 0.4x of a survivor); auto: stripe on TCP, failover on IB") \

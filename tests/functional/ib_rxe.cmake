@@ -1,0 +1,37 @@
+# The IB transport against the real kernel verbs stack (Soft-RoCE in a QEMU TCG guest, scripts/rxe-guest.sh).
+# Label "rxe" only, not unit/functional: a first run downloads Debian's kernel package (~70 MB) and each
+# run keeps one core busy ~20-30 s emulating the guest. Run with `ctest -L rxe`; exit 77 (skip) where
+# qemu-system-x86_64, a static busybox or the kernel package are not available.
+add_test(NAME ib_rxe_discovery
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_discovery.sh ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
+                 $<TARGET_FILE:rerail-info> $<TARGET_FILE:nccl-net-rerail> $<TARGET_FILE:nccl-tuner-rerail>
+                 $<TARGET_FILE:nccl-profiler-rerail>)
+set_tests_properties(ib_rxe_discovery PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# rerail's verbs objects (IbDevice/IbCq/IbMr/IbQp) on the guest's rxe0: writes + immediate, inline, read,
+# error completions and flush, Reset -> reconnect (failback), retry-exceeded, port down/up events, one
+# registration on two rails (MrCache), and a bandwidth figure.
+add_executable(test_ib_verbs_rc ${CMAKE_CURRENT_LIST_DIR}/ib/verbs_rc_test.cc)
+target_link_libraries(test_ib_verbs_rc PRIVATE rerail_ib GTest::gtest GTest::gtest_main Threads::Threads)
+add_test(NAME ib_rxe_verbs_rc
+         COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh --rails 2 --timeout 240 --with $<TARGET_FILE:test_ib_verbs_rc>
+                 -- "$<TARGET_FILE:test_ib_verbs_rc> --gtest_color=no")
+set_tests_properties(ib_rxe_verbs_rc PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+                     FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+
+# Two guests, two rails (one virtual wire each): ibv_rc_pingpong between guest a and guest b on rxe0 and
+# on rxe1 — the 2-host multi-rail RoCE fabric the data-path tests will run on.
+add_test(NAME ib_rxe_pair_pingpong
+         COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh --pair --rails 2 --timeout 240 --
+                 "for d in rxe0 rxe1; do if [ $RXE_ROLE = a ]; then timeout 60 ibv_rc_pingpong -d $d -g 1 -n 50; else sleep 2; timeout 60 ibv_rc_pingpong -d $d -g 1 -n 50 $RXE_PEER; fi || exit 1; echo pingpong-$d-ok; done")
+set_tests_properties(ib_rxe_pair_pingpong PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# Lossless failover between the two guests with rerail's verbs objects: guest a takes its rail-0 netdev
+# down halfway; guest b's rail-0 writes end in RETRY_EXC_ERR, it re-writes every chunk without a
+# successful completion on rail 1, and a checks every byte (tests/functional/ib/verbs_pair_failover.cc).
+add_executable(rr_ib_pair_failover ${CMAKE_CURRENT_LIST_DIR}/ib/verbs_pair_failover.cc)
+target_link_libraries(rr_ib_pair_failover PRIVATE rerail_ib)
+add_test(NAME ib_rxe_pair_failover
+         COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh --pair --rails 2 --timeout 240
+                 --with $<TARGET_FILE:rr_ib_pair_failover> -- "$<TARGET_FILE:rr_ib_pair_failover>")
+set_tests_properties(ib_rxe_pair_failover PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
