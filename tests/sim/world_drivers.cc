@@ -1,0 +1,735 @@
+// rerail-simnet: the NCCL-like drivers of each comm's SendCore / RecvCore (mirroring SendComm /
+// RecvComm::Progress in net_plugin/) and the oracles (sim.h lists them).
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include <xxhash.h>
+
+#include "world.h"
+
+namespace rr::sim {
+
+using detail::Comm;
+using detail::FrameRec;
+using detail::Inc;
+using detail::Msg;
+using detail::Stream;
+using net::Frame;
+using net::RxAction;
+
+namespace detail {
+
+// Counts and traces what the cores report.
+class Observer : public net::CoreObserver {
+ public:
+  Observer(World* w, int comm, int side) : w_(w), comm_(comm), side_(side) {}
+  void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to, uint64_t,
+                  bool probing) override {
+    if (side_ == 0 && !probing) ++w_->res_.failovers;
+    w_->Trace("comm %d %s: link %d failed (%s): %" PRIu64 " bytes / %" PRIu64 " chunks re-queued, to link %d", comm_,
+              side_ == 0 ? "send" : "recv", link, why.c_str(), bytes, chunks, to);
+  }
+  void OnRetransmit(int, uint64_t bytes, uint64_t) override { w_->res_.resent_bytes += bytes; }
+  void OnFailback(int link) override { w_->Trace("comm %d send: link %d re-admitted", comm_, link); }
+  void OnLinkState(int link, net::LinkState from, net::LinkState to, const std::string& why) override {
+    w_->Trace("comm %d send: link %d %s -> %s (%s)", comm_, link, net::LinkStateName(from), net::LinkStateName(to),
+              why.c_str());
+  }
+
+ private:
+  World* w_;
+  int comm_, side_;
+};
+
+}  // namespace detail
+
+namespace {
+
+void Fill(uint8_t* p, size_t n, uint64_t key) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v = Mix64(key + i);
+    memcpy(p + i, &v, 8);
+  }
+  if (i < n) {
+    uint64_t v = Mix64(key + i);
+    memcpy(p + i, &v, n - i);
+  }
+}
+
+void* Owner(size_t k) { return reinterpret_cast<void*>(static_cast<uintptr_t>(k + 1)); }
+size_t FromOwner(void* p) { return static_cast<size_t>(reinterpret_cast<uintptr_t>(p)) - 1; }
+
+bool Delivered(const Msg& m) { return m.size == 0 ? m.zero_read : m.chunks_placed == m.placed.size(); }
+
+constexpr uint8_t kGuard = 0xee;
+constexpr uint64_t kFrameBytes = sizeof(Frame);
+
+}  // namespace
+
+World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), perturb_(sc.seed ^ 0x7065727475726221ull) {
+  now_ = 1000;
+  int nr = static_cast<int>(sc_.rails.size());
+  wires_.resize(2 * nr);
+  for (int r = 0; r < nr; ++r) {
+    for (int d = 0; d < 2; ++d) {
+      detail::Wire& w = wires_[WireOf(r, d)];
+      w.base_bps = w.bps = sc_.rails[r].bps;
+      w.delay = sc_.rails[r].delay_ns;
+    }
+    rtt_max_ = std::max(rtt_max_, 2 * sc_.rails[r].delay_ns);
+    rate_min_ = std::min(rate_min_, sc_.rails[r].bps);
+  }
+  for (auto& l : loads_) l.reset(new net::RailLoad[net::kMaxRails]);
+  flap_prev_.assign(sc_.faults.size(), 0);
+  uint32_t chunk = sc_.core.chunk;
+  for (size_t k = 0; k < sc_.comms.size(); ++k) {
+    auto cp = std::make_unique<Comm>();
+    Comm& c = *cp;
+    c.id = static_cast<int>(k);
+    c.spec = sc_.comms[k];
+    ++ndir_[c.spec.from];
+    net::CoreConfig cfg = sc_.core;
+    cfg.loads = loads_[c.spec.from].get();  // one rail table per host, shared by its send comms
+    std::vector<net::SendCore::LinkSpec> specs(nr);
+    for (int i = 0; i < nr; ++i) {
+      int rail = (c.spec.primary + i) % nr;
+      specs[i].rail = rail;
+      specs[i].nominal_bps = static_cast<double>(sc_.rails[rail].bps);
+      specs[i].name = "comm " + std::to_string(k) + " rail " + std::to_string(rail);
+    }
+    uint64_t conn_id = Mix64(sc_.seed * 0x100 + k) | 1;
+    c.obs[0] = std::make_unique<detail::Observer>(this, c.id, 0);
+    c.obs[1] = std::make_unique<detail::Observer>(this, c.id, 1);
+    c.send = std::make_unique<net::SendCore>(cfg, conn_id, specs, c.obs[0].get(), now_);
+    c.recv = std::make_unique<net::RecvCore>(cfg, conn_id, chunk, c.obs[1].get());
+    Comm* self = &c;
+    // Stashed (eager) chunks are copied into the posted buffer by the core: the same oracles apply.
+    c.recv->SetCopier([this, self](void* dst, const void* src, size_t len) {
+      // Irecv drains the stash before it returns: the receive being posted counts.
+      for (size_t j = self->r_test; j < std::min(self->r_post + 1, self->msgs.size()); ++j) {
+        Msg& m = self->msgs[j];
+        auto* d = static_cast<uint8_t*>(dst);
+        if (d < m.dst_p || d >= m.dst_p + std::max<uint64_t>(m.size, 1)) continue;
+        Frame h{};
+        h.seq = j;
+        h.offset = static_cast<uint64_t>(d - m.dst_p);
+        h.len = static_cast<uint32_t>(len);
+        h.total = m.size;
+        Place(*self, h, d, static_cast<const uint8_t*>(src), true);
+        return Status::Ok();
+      }
+      Violate("comm " + std::to_string(self->id) + ": a stashed chunk copied outside every posted buffer");
+      return Status::Ok();
+    });
+    if (!sc_.copy_bytes) c.send->SetCopier([](void*, const void*, size_t) { return Status::Ok(); });
+    c.tx.resize(nr);
+    c.rx.assign(nr, -1);
+    c.samples.resize(nr);
+    c.msgs.resize(c.spec.sizes.size());
+    for (size_t j = 0; j < c.msgs.size(); ++j) {
+      Msg& m = c.msgs[j];
+      m.size = c.spec.sizes[j];
+      m.cap = m.size + c.spec.slack;
+      m.placed.assign(std::max<uint64_t>(1, (m.size + chunk - 1) / chunk), 0);
+      if (sc_.copy_bytes) {
+        m.src.resize(m.size);
+        Fill(m.src.data(), m.size, Mix64(sc_.seed ^ (k << 40) ^ (j << 8)));
+        m.hash = XXH3_64bits(m.src.data(), m.size);
+        if (m.size <= sc_.core.eager_max) m.golden = m.src;
+        m.dst.assign(m.cap, kGuard);
+        m.src_p = m.src.data();
+        m.dst_p = m.dst.data();
+      } else {  // addresses only: the cores never dereference them (no-op copiers)
+        m.src_p = reinterpret_cast<uint8_t*>((uintptr_t{1} << 44) + ((uintptr_t{k} << 12) + j) * (uintptr_t{1} << 31));
+        m.dst_p = reinterpret_cast<uint8_t*>((uintptr_t{1} << 45) + ((uintptr_t{k} << 12) + j) * (uintptr_t{1} << 31));
+      }
+    }
+    comms_.push_back(std::move(cp));
+  }
+  for (size_t k = 0; k < comms_.size(); ++k) Wake(static_cast<int>(k), 0, now_), Wake(static_cast<int>(k), 1, now_);
+  for (size_t i = 0; i < sc_.faults.size(); ++i) {
+    const Fault& f = sc_.faults[i];
+    Push(f.at, detail::kFaultStart, static_cast<int32_t>(i));
+    if (f.dur < kForever && f.kind != FaultKind::kReset && f.kind != FaultKind::kDeath) {
+      Push(f.at + f.dur, detail::kFaultEnd, static_cast<int32_t>(i));
+    }
+  }
+  if (sc_.heal_at < kForever) Push(sc_.heal_at, detail::kHeal, 0);
+  if (sc_.mode == Mode::kAllDead || sc_.mode == Mode::kDeath) limit_ = sc_.dead_at + sc_.core.giveup_ns + Recover();
+}
+
+World::~World() = default;
+
+// How long losing a rail may hold a message up: the stall watchdog (with a heartbeat to put bytes in
+// flight and a sample to see it), plus sampling periods and a few round trips.
+uint64_t World::Recover() const {
+  const net::CoreConfig& c = sc_.core;
+  return 2 * c.stall_ns + 2 * c.heartbeat_ns + 2 * net::StallCheckNs(c) + 2 * net::Scheduler::kReportNs +
+         8 * rtt_max_ + 10 * kMs;
+}
+
+void World::Wake(int k, int side, uint64_t t) {
+  Comm& c = *comms_[k];
+  if (c.dead[side] || c.failed[side]) return;
+  t = std::max({t, now_, c.pause_until[side]});
+  if (t >= c.pump_at[side]) return;  // an earlier pump is due anyway
+  c.pump_at[side] = t;
+  Push(t, detail::kPump, k * 2 + side);
+}
+
+void World::Pump(int k, int side) {
+  Comm& c = *comms_[k];
+  if (now_ != c.pump_at[side]) return;  // superseded by an earlier pump
+  c.pump_at[side] = UINT64_MAX;
+  if (c.dead[side] || c.failed[side]) return;
+  if (now_ < c.pause_until[side]) return Wake(k, side, c.pause_until[side]);
+  if (getenv("SIMDBG")) Trace("pump comm %d side %d", k, side);
+  if (side == 0) PumpSend(c);
+  else PumpRecv(c);
+  if (c.failed[side] || violated()) return;
+  uint64_t d = side == 0 ? c.send->Deadline() : c.recv->Deadline();
+  if (d == UINT64_MAX) return;
+  if (d <= now_) {  // NCCL would poll again at once; a core that always asks for that spins
+    if (++c.spins[side] > 100000) {
+      Violate("comm " + std::to_string(k) + (side == 0 ? " send" : " recv") + ": Deadline() stays in the past (spin)");
+      return;
+    }
+    d = now_ + kUs;
+  } else {
+    c.spins[side] = 0;
+  }
+  Wake(k, side, d);
+}
+
+// NCCL posts as far as the window lets it; a refused post is retried at the next call.
+void World::MaybePost(Comm& c, int side) {
+  size_t n = c.msgs.size(), w = static_cast<size_t>(c.spec.window);
+  bool any = false;
+  auto start = [&](Msg& m) {
+    m.t_start = now_;
+    m.ahead = outstanding_[c.spec.from] - m.size;
+  };
+  if (side == 0) {
+    while (c.s_post < n && c.s_post - c.s_test < w) {
+      Msg& m = c.msgs[c.s_post];
+      bool posted = false;
+      Status st = c.send->Isend(now_, m.src_p, m.size, Owner(c.s_post), &posted);
+      if (!st.ok()) return Failed(c, 0);
+      if (!posted) break;
+      m.s_posted = true;
+      m.t_post_s = now_;
+      Trace("comm %d isend %zu (%" PRIu64 " bytes)", c.id, c.s_post, m.size);
+      outstanding_[c.spec.from] += m.size;
+      if (m.r_posted) start(m);
+      ++c.s_post;
+      any = true;
+    }
+  } else {
+    while (c.r_post < n && c.r_post - c.r_test < w) {
+      Msg& m = c.msgs[c.r_post];
+      bool posted = false;
+      m.r_posted = true;  // stashed chunks may be placed before Irecv returns
+      Status st = c.recv->Irecv(now_, m.dst_p, m.cap, Owner(c.r_post), &posted, &m.slot);
+      m.r_posted = st.ok() && posted;
+      if (!st.ok()) return Failed(c, 1);
+      if (!posted) break;
+      m.t_post_r = now_;
+      Trace("comm %d irecv %zu (%" PRIu64 " bytes)", c.id, c.r_post, m.size);
+      if (m.s_posted) start(m);
+      ++c.r_post;
+      any = true;
+    }
+  }
+  if (any) Wake(c.id, side, now_);  // the shells drive I/O inside isend / irecv
+}
+
+void World::Commands(Comm& c) {
+  net::LinkCommand cmd;
+  while (c.send->NextCommand(&cmd)) {
+    detail::TxDrv& t = c.tx[cmd.link];
+    if (cmd.kind == net::LinkCommand::kClose) {
+      if (t.inc >= 0) CloseTx(t.inc, &cmd.notice);
+      if (t.result == 1) CloseTx(t.new_inc, nullptr);  // connected, not yet seen by the core
+      t.inc = -1;
+      t.connecting = false;
+      t.result = 0;
+      ++t.token;
+    } else {
+      if (t.result == 1) CloseTx(t.new_inc, nullptr);
+      Connect(c.id, cmd.link, cmd.epoch);
+    }
+  }
+}
+
+void World::CheckTx(Comm& c, int link, const net::TxFrame& f) {
+  const Frame& h = f.hdr;
+  if (net::TypeOf(h) != net::FrameType::kData) return;
+  std::string who = "comm " + std::to_string(c.id) + " link " + std::to_string(link) + " msg " + std::to_string(h.seq);
+  if (h.seq >= c.msgs.size() || !c.msgs[h.seq].s_posted) return Violate(who + ": data frame of a send never posted");
+  Msg& m = c.msgs[h.seq];
+  uint32_t chunk = sc_.core.chunk;
+  if (h.total != m.size || h.offset % chunk != 0 || h.len != std::min<uint64_t>(chunk, m.size - std::min(m.size, h.offset)) ||
+      (h.offset >= m.size && m.size > 0)) {
+    return Violate(who + ": bad chunk (offset " + std::to_string(h.offset) + " len " + std::to_string(h.len) + ")");
+  }
+  if (net::IsEager(h)) {
+    m.eager = true;
+    if (sc_.copy_bytes && h.len > 0 && memcmp(f.payload, m.golden.data() + h.offset, h.len) != 0) {
+      return Violate(who + ": eager payload differs from what was sent");
+    }
+  } else {
+    if (m.s_core_done) return Violate(who + ": data frame of a completed send (its buffer is NCCL's again)");
+    if (h.len > 0 && f.payload != m.src_p + h.offset) return Violate(who + ": payload is not at the buffer + offset");
+  }
+  m.written_payload += h.len;
+}
+
+void World::PumpSend(Comm& c) {
+  net::SendCore& s = *c.send;
+  int nl = s.links();
+  while (!c.rail_ev[0].empty()) {
+    auto ev = c.rail_ev[0].front();
+    c.rail_ev[0].pop_front();
+    s.OnRail(now_, ev.first, ev.second);
+  }
+  Commands(c);
+  for (int l = 0; l < nl; ++l) {  // connectors
+    detail::TxDrv& t = c.tx[l];
+    if (t.result == 1) {
+      t.result = 0;
+      t.inc = t.new_inc;
+      s.OnLinkUp(now_, l);
+    } else if (t.result == 2) {
+      t.result = 0;
+      s.OnConnectFailed(now_, l, t.why);
+    }
+    Commands(c);
+  }
+  if (!c.ready) {
+    bool ready = false;
+    Status st = s.Ready(now_, &ready);
+    Commands(c);
+    if (!st.ok()) return Failed(c, 0);
+    c.ready = ready;
+  }
+  if (c.ready) MaybePost(c, 0);
+  for (int l = 0; l < nl; ++l) {  // transport errors
+    detail::TxDrv& t = c.tx[l];
+    if (t.inc >= 0 && incs_[t.inc].reset) {
+      bool pc = incs_[t.inc].peer_closed;
+      t.inc = -1;
+      s.OnLinkError(now_, l, "send failed: connection reset", pc);
+      Commands(c);
+    }
+  }
+  for (int pass = 0; pass < 64; ++pass) {
+    bool progressed = false;
+    for (int l = 0; l < nl; ++l) {
+      for (int i = 0; i < sc_.streams; ++i) {
+        while (c.tx[l].inc >= 0) {
+          int sid = incs_[c.tx[l].inc].fwd[i];
+          if (!CanTake(sid)) break;
+          net::TxFrame f;
+          if (!s.NextTx(now_, l, &f)) break;
+          if (getenv("SIMDBG")) Trace("comm %d send: tx type %d seq %lu off %lu len %u link %d stream %d", c.id, (int)net::TypeOf(f.hdr), (unsigned long)f.hdr.seq, (unsigned long)f.hdr.offset, f.hdr.len, l, i);
+          CheckTx(c, l, f);
+          if (violated()) return;
+          Write(sid, f.hdr, f.payload);
+          s.OnWritten(l, kFrameBytes + f.hdr.len);
+          s.OnTxDone(now_, l, f.hdr);
+          progressed = true;
+        }
+      }
+    }
+    if (!progressed) break;
+  }
+  for (int l = 0; l < nl; ++l) {  // control frames from the receiver
+    while (c.tx[l].inc >= 0) {
+      Inc& in = incs_[c.tx[l].inc];
+      Stream& r = streams_[in.rev];
+      if (!r.frames.empty() && r.arrived >= r.frames.front().end) {
+        Frame f = r.frames.front().hdr;
+        r.read = r.frames.front().end;
+        r.frames.pop_front();
+        if (r.win_blocked) r.win_blocked = false, Push(now_ + wires_[r.wire ^ 1].delay, detail::kWindowKick, in.rev);
+        if (getenv("SIMDBG")) Trace("comm %d send: control type %d seq %lu credit %lu on link %d", c.id, (int)net::TypeOf(f), (unsigned long)f.seq, (unsigned long)f.offset, l);
+        s.OnControl(now_, l, f);
+        Commands(c);
+        Wake(c.id, 0, now_);  // NCCL keeps calling: the next pass writes what the ack or credit freed
+        continue;
+      }
+      if (r.frames.empty() && r.fin_arrived && r.read == r.written) {
+        c.tx[l].inc = -1;  // EOF: the socket is done
+        s.OnLinkError(now_, l, "peer closed the link", true);
+        Commands(c);
+      }
+      break;
+    }
+  }
+  if (s.SampleDue(now_)) {
+    for (int l = 0; l < nl; ++l) {
+      net::LinkSample& ls = c.samples[l];
+      int ii = c.tx[l].inc;
+      ls.valid = ii >= 0 && !incs_[ii].reset && s.usable(l);
+      ls.streams = ls.valid ? sc_.streams : 0;
+      for (int i = 0; i < ls.streams; ++i) {
+        const Stream& st = streams_[incs_[ii].fwd[i]];
+        uint64_t rtt = wires_[st.wire].delay + wires_[st.wire ^ 1].delay;
+        ls.s[i] = net::StreamSample{st.acked, st.sent - st.acked, st.written - st.sent, st.written - st.acked, rtt};
+      }
+    }
+    s.OnSamples(now_, c.samples);
+    Commands(c);
+  }
+  s.Poll(now_);
+  Commands(c);
+  DrainSend(c);
+  if (s.state() == net::ConnState::kFailed) return Failed(c, 0);
+  if (c.ready) MaybePost(c, 0);
+}
+
+// Closes the links the receiving core dropped: its notice (best effort), then the FIN (RecvComm::Sync).
+void World::SyncRecv(Comm& c) {
+  for (size_t l = 0; l < c.rx.size(); ++l) {
+    if (c.rx[l] < 0 || c.recv->alive(static_cast<int>(l))) continue;
+    Frame notice = c.recv->DropNotice(static_cast<int>(l));
+    CloseRx(c.rx[l], &notice);
+    c.rx[l] = -1;
+  }
+}
+
+// Reads one data stream as RecvComm::ReadStream does: a header, then its payload where the core says.
+bool World::ReadStream(Comm& c, int link, int sid) {
+  net::RecvCore& r = *c.recv;
+  Stream& s = streams_[sid];
+  bool progressed = false;
+  auto consume = [&](uint64_t upto) {
+    if (upto <= s.read) return;
+    s.read = upto;
+    if (s.win_blocked) {
+      s.win_blocked = false;
+      Push(now_ + wires_[s.wire ^ 1].delay, detail::kWindowKick, sid);
+    }
+  };
+  while (c.rx[link] >= 0 && !s.frames.empty() && r.state() == net::ConnState::kActive) {
+    FrameRec& fr = s.frames.front();
+    uint64_t start = fr.end - kFrameBytes - fr.hdr.len;
+    if (!s.head_open) {
+      if (s.arrived < start + kFrameBytes) break;
+      RxAction a = r.OnFrame(now_, link, s.idx, fr.hdr);
+      if (a.kind == RxAction::kWait || a.kind == RxAction::kFail) {
+        SyncRecv(c);
+        break;
+      }
+      progressed = true;
+      if (net::TypeOf(fr.hdr) == net::FrameType::kData && fr.hdr.len == 0 && fr.hdr.seq < c.msgs.size()) {
+        c.msgs[fr.hdr.seq].zero_read = true;
+      }
+      consume(start + kFrameBytes);
+      if (a.kind == RxAction::kNone) {
+        s.frames.pop_front();
+        SyncRecv(c);
+        continue;
+      }
+      if (a.len != fr.hdr.len) {
+        Violate("comm " + std::to_string(c.id) + ": the core asked for " + std::to_string(a.len) + " payload bytes of a " +
+                std::to_string(fr.hdr.len) + "-byte frame");
+        return false;
+      }
+      s.head_open = true;
+      s.act = a;
+      SyncRecv(c);
+      if (c.rx[link] < 0) break;
+    }
+    consume(std::min(s.arrived, fr.end));  // the payload is read as it arrives
+    if (s.arrived < fr.end) break;
+    if (s.act.kind == RxAction::kPlace) {
+      Place(c, fr.hdr, s.act.dst, fr.bytes.data(), false);
+      if (violated()) return false;
+    } else if (s.act.kind == RxAction::kStash && sc_.copy_bytes) {
+      memcpy(s.act.dst, fr.bytes.data(), fr.hdr.len);
+    }
+    s.head_open = false;
+    s.frames.pop_front();
+    r.OnPayload(now_, link, s.idx);
+    SyncRecv(c);
+    progressed = true;
+  }
+  return progressed;
+}
+
+void World::Place(Comm& c, const Frame& h, const uint8_t* dst, const uint8_t* bytes, bool stash_copy) {
+  std::string who = "comm " + std::to_string(c.id) + " msg " + std::to_string(h.seq) + " offset " +
+                    std::to_string(h.offset) + (stash_copy ? " (stash)" : "");
+  if (h.seq >= c.msgs.size()) return Violate(who + ": placed for a message never sent");
+  Msg& m = c.msgs[h.seq];
+  if (!m.r_posted) return Violate(who + ": placed into a receive not posted");
+  if (m.r_core_done) return Violate(who + ": placed into a receive the core already completed");
+  uint32_t chunk = sc_.core.chunk;
+  if (h.total != m.size || h.offset % chunk != 0 || h.offset >= std::max<uint64_t>(m.size, 1) ||
+      h.len != std::min<uint64_t>(chunk, m.size - h.offset)) {
+    return Violate(who + ": placement of " + std::to_string(h.len) + " bytes off the chunk grid");
+  }
+  if (dst != m.dst_p + h.offset) return Violate(who + ": placed at the wrong address");
+  if (sc_.copy_bytes) memcpy(m.dst.data() + h.offset, bytes, h.len);
+  if (m.placed[h.offset / chunk]++ == 0) ++m.chunks_placed;
+  else res_.dup_bytes += h.len;
+}
+
+void World::PumpRecv(Comm& c) {
+  net::RecvCore& r = *c.recv;
+  while (!c.attach.empty()) {  // the listener
+    int i = c.attach.front();
+    c.attach.pop_front();
+    Inc& in = incs_[i];
+    if (in.reset) continue;
+    if (!r.OnLinkUp(now_, in.link, in.epoch, in.rail, sc_.streams, "rail " + std::to_string(in.rail))) {
+      CloseRx(i, nullptr);
+      continue;
+    }
+    if (c.rx[in.link] >= 0 && c.rx[in.link] != i) CloseRx(c.rx[in.link], nullptr);  // replaced
+    c.rx[in.link] = i;
+    in.rx_open = true;
+  }
+  MaybePost(c, 1);
+  for (size_t l = 0; l < c.rx.size(); ++l) {
+    if (c.rx[l] >= 0 && incs_[c.rx[l]].reset) {
+      bool pc = incs_[c.rx[l]].peer_closed;
+      c.rx[l] = -1;
+      r.OnLinkError(now_, static_cast<int>(l), "receive failed: connection reset", pc);
+      SyncRecv(c);
+    }
+  }
+  bool read_any = false;
+  for (int pass = 0; pass < 64 && r.state() == net::ConnState::kActive; ++pass) {
+    bool progressed = false;
+    for (size_t l = 0; l < c.rx.size(); ++l) {
+      for (int i = 0; i < sc_.streams && c.rx[l] >= 0; ++i) {
+        progressed |= ReadStream(c, static_cast<int>(l), incs_[c.rx[l]].fwd[i]);
+        if (violated()) return;
+      }
+      if (c.rx[l] >= 0) {  // EOF on every stream after the sender closed it
+        const Inc& in = incs_[c.rx[l]];
+        const Stream& s0 = streams_[in.fwd[0]];
+        if (s0.frames.empty() && s0.fin_arrived && s0.read == s0.written) {
+          r.OnLinkError(now_, static_cast<int>(l), "closed by the sender", true);
+          if (c.rx[l] >= 0 && !r.alive(static_cast<int>(l))) SyncRecv(c);
+          if (c.rx[l] >= 0) CloseRx(c.rx[l], nullptr), c.rx[l] = -1;
+          progressed = true;
+        }
+      }
+    }
+    read_any |= progressed;
+    if (!progressed) break;
+  }
+  r.Poll(now_, !read_any);
+  SyncRecv(c);
+  if (r.state() == net::ConnState::kActive) {
+    for (size_t l = 0; l < c.rx.size(); ++l) {  // FlushControl
+      Frame f;
+      while (c.rx[l] >= 0 && r.NextControl(now_, static_cast<int>(l), &f)) {
+        if (getenv("SIMDBG")) Trace("comm %d recv: writes control type %d seq %lu credit %lu on link %zu", c.id, (int)net::TypeOf(f), (unsigned long)f.seq, (unsigned long)f.offset, l);
+        Write(incs_[c.rx[l]].rev, f, nullptr);
+      }
+    }
+    while (!c.rail_ev[1].empty()) {
+      auto ev = c.rail_ev[1].front();
+      c.rail_ev[1].pop_front();
+      r.OnRail(now_, ev.first, ev.second);
+      SyncRecv(c);
+    }
+    if (r.SampleDue(now_)) {
+      std::vector<net::LinkSample> v(r.links());
+      for (int l = 0; l < r.links(); ++l) {
+        int ii = l < static_cast<int>(c.rx.size()) ? c.rx[l] : -1;
+        v[l].valid = ii >= 0 && !incs_[ii].reset;
+        v[l].streams = v[l].valid ? sc_.streams : 0;
+        if (!v[l].valid) continue;
+        const Stream& st = streams_[incs_[ii].rev];
+        uint64_t rtt = wires_[st.wire].delay + wires_[st.wire ^ 1].delay;
+        v[l].s[0] = net::StreamSample{st.acked, st.sent - st.acked, st.written - st.sent, st.written - st.acked, rtt};
+      }
+      r.OnSamples(now_, v);
+      SyncRecv(c);
+    }
+  }
+  DrainRecv(c);
+  if (r.state() == net::ConnState::kFailed) return Failed(c, 1);
+  MaybePost(c, 1);
+}
+
+// Completions come in the order the core finished them; NCCL tests only its oldest request, so it
+// learns of them in posting order (the checks that need NCCL's view run then).
+void World::DrainSend(Comm& c) {
+  net::Completion d;
+  while (!violated() && c.send->NextCompletion(&d)) {
+    size_t k = FromOwner(d.owner);
+    std::string who = "comm " + std::to_string(c.id) + " send " + std::to_string(k);
+    if (k >= c.s_post || k < c.s_test || c.msgs[k].s_core_done) return Violate(who + ": completed twice or never posted");
+    Msg& m = c.msgs[k];
+    if (d.size != m.size) return Violate(who + ": completed with size " + std::to_string(d.size));
+    if (!m.eager && !Delivered(m)) return Violate(who + ": a send completed before every chunk was placed at the receiver");
+    if (m.eager && m.written_payload < m.size) return Violate(who + ": eager send completed before all its bytes were written");
+    m.s_core_done = true;
+    Trace("comm %d send %zu (%" PRIu64 " bytes%s) complete", c.id, k, m.size, m.eager ? ", eager" : "");
+  }
+  while (!violated() && c.s_test < c.s_post && c.msgs[c.s_test].s_core_done) {
+    Msg& m = c.msgs[c.s_test++];
+    m.s_done = true;
+    if (sc_.copy_bytes) std::fill(m.src.begin(), m.src.end(), 0xdb);  // NCCL reuses the buffer
+    if (m.r_done) Finish(c, m, c.s_test - 1);
+  }
+}
+
+// Both sides of a message are done (as NCCL sees them): its latency bound, then its memory goes back.
+void World::Finish(Comm& c, Msg& m, size_t k) {
+  res_.worst_latency_ns = std::max(res_.worst_latency_ns, now_ - m.t_start);
+  if (sc_.mode == Mode::kSurvive && now_ - m.t_start > Bound(c, m, now_)) {
+    char b[200];
+    snprintf(b, sizeof(b), "comm %d msg %zu: liveness: took %.3f ms, bound %.3f ms", c.id, k, (now_ - m.t_start) / 1e6,
+             Bound(c, m, now_) / 1e6);
+    return Violate(b);
+  }
+  if (sc_.copy_bytes) {
+    std::vector<uint8_t>().swap(m.src);
+    std::vector<uint8_t>().swap(m.dst);
+  }
+}
+
+void World::DrainRecv(Comm& c) {
+  net::Completion d;
+  while (!violated() && c.recv->NextCompletion(&d)) {
+    size_t k = FromOwner(d.owner);
+    std::string who = "comm " + std::to_string(c.id) + " recv " + std::to_string(k);
+    if (k >= c.r_post || k < c.r_test || c.msgs[k].r_core_done) return Violate(who + ": completed twice or never posted");
+    Msg& m = c.msgs[k];
+    if (d.size != m.size) return Violate(who + ": reported " + std::to_string(d.size) + " bytes, " + std::to_string(m.size) + " sent");
+    if (!Delivered(m)) {
+      return Violate(who + ": completed with chunks never placed (" + std::to_string(m.chunks_placed) + " of " +
+                     std::to_string(m.placed.size()) + " chunks, size " + std::to_string(m.size) + ")");
+    }
+    m.r_core_done = true;
+    Trace("comm %d recv %zu (%" PRIu64 " bytes) complete", c.id, k, m.size);
+  }
+  while (!violated() && c.r_test < c.r_post && c.msgs[c.r_test].r_core_done) {
+    size_t k = c.r_test++;
+    Msg& m = c.msgs[k];
+    std::string who = "comm " + std::to_string(c.id) + " recv " + std::to_string(k);
+    if (sc_.copy_bytes) {
+      if (XXH3_64bits(m.dst.data(), m.size) != m.hash) return Violate(who + ": received bytes differ from the sent ones");
+      for (uint64_t b = m.size; b < m.cap; ++b) {
+        if (m.dst[b] != kGuard) return Violate(who + ": byte " + std::to_string(b) + " beyond the message was written");
+      }
+    }
+    c.recv->Release(m.slot);
+    m.r_done = true;
+    outstanding_[c.spec.from] -= m.size;
+    res_.bytes += m.size;
+    ++res_.messages;
+    if (sc_.bench_skip > 0) {
+      if (k + 1 == sc_.bench_skip) bench_t0_ = now_;
+      if (k + 1 > sc_.bench_skip) res_.bench_bytes += m.size, res_.bench_ns = now_ - bench_t0_;
+    }
+    if (m.s_done) Finish(c, m, k);
+  }
+}
+
+void World::Failed(Comm& c, int side) {
+  if (c.failed[side]) return;
+  c.failed[side] = true;
+  c.failed_at[side] = now_;
+  const Status& st = side == 0 ? c.send->status() : c.recv->status();
+  size_t pending = side == 0 ? c.s_post - c.s_test : c.r_post - c.r_test;
+  res_.errors += pending;
+  std::string who = "comm " + std::to_string(c.id) + (side == 0 ? " send" : " recv");
+  Trace("%s failed: %s (%zu requests error)", who.c_str(), st.message().c_str(), pending);
+  switch (sc_.mode) {
+    case Mode::kSurvive:
+    case Mode::kTransient:
+      return Violate(who + ": spurious error while a rail was usable: " + st.message());
+    case Mode::kAllDead:
+      if (now_ < sc_.dead_at + sc_.core.giveup_ns) {
+        return Violate(who + ": gave up " + std::to_string((sc_.dead_at + sc_.core.giveup_ns - now_) / kMs) +
+                       " ms before RERAIL_GIVEUP_MS: " + st.message());
+      }
+      break;
+    case Mode::kDeath:
+      if (now_ < sc_.dead_at) return Violate(who + ": error before the peer died: " + st.message());
+      break;
+  }
+}
+
+// Survive mode: how long a message may take from the moment both sides posted it.
+// Survive mode: how long a message may take from the moment both sides posted it. The bandwidth is
+// the slowest rail's (slowed ones at their slowed rate): a failover comm keeps to its primary, and a
+// striping one may put a chunk on any rail. Liveness, not performance: hangs are what this catches.
+uint64_t World::Bound(const Comm& c, const Msg& m, uint64_t t_end) const {
+  std::vector<uint64_t> rate(sc_.rails.size());
+  for (size_t r = 0; r < rate.size(); ++r) rate[r] = sc_.rails[r].bps;
+  uint64_t nfaults = 0;
+  for (uint64_t t : fault_times_) nfaults += t >= m.t_start && t <= t_end;
+  uint64_t extra = 0;
+  for (const Fault& f : sc_.faults) {
+    uint64_t a = std::max(f.at, m.t_start), b = std::min(f.at + f.dur, t_end);
+    if (b <= a) continue;
+    if (f.kind == FaultKind::kPause && f.comm == c.id) extra += b - a;
+    if (f.kind == FaultKind::kRate) {  // what queued on the rail before it slowed drains at the new rate
+      rate[f.rail] = std::min(rate[f.rail], std::max<uint64_t>(sc_.rails[f.rail].bps / f.den * f.num, 100000));
+      double depth = static_cast<double>((sc_.sndbuf + sc_.rcvbuf + sc_.core.chunk) * sc_.streams) * comms_.size();
+      extra += static_cast<uint64_t>(depth * 8e9 / static_cast<double>(rate[f.rail]));
+    }
+  }
+  double bpns = static_cast<double>(*std::min_element(rate.begin(), rate.end())) / 8e9;
+  double own = static_cast<double>(m.size + m.placed.size() * kFrameBytes);
+  double transfer = 3.0 * (static_cast<double>(m.ahead) + ndir_[c.spec.from] * own) / bpns;
+  return 20 * kMs + 8 * rtt_max_ + static_cast<uint64_t>(transfer) + nfaults * Recover() + extra;
+}
+
+void World::CheckBounds(bool /*final*/) {
+  if (sc_.mode != Mode::kSurvive || violated()) return;
+  for (const auto& cp : comms_) {
+    for (size_t k = 0; k < cp->msgs.size(); ++k) {
+      const Msg& m = cp->msgs[k];
+      if (m.t_start == 0 || (m.s_done && m.r_done)) continue;
+      uint64_t b = Bound(*cp, m, now_);
+      if (now_ - m.t_start > b) {
+        char buf[200];
+        snprintf(buf, sizeof(buf), "comm %d msg %zu: liveness: open for %.3f ms, bound %.3f ms (send %s, recv %s)", cp->id, k,
+                 (now_ - m.t_start) / 1e6, b / 1e6, m.s_done ? "done" : "open", m.r_done ? "done" : "open");
+        return Violate(buf);
+      }
+    }
+  }
+}
+
+// The chaos phase is over: everything still to move must now finish within a bound.
+void World::OnHeal() {
+  Trace("heal: every fault is over");
+  CheckBounds(false);
+  if (sc_.mode != Mode::kSurvive && sc_.mode != Mode::kTransient) return;
+  uint64_t remaining = 0, nchunks = 0;
+  for (const auto& cp : comms_) {
+    for (const Msg& m : cp->msgs) {
+      if (!m.r_done) remaining += m.size, nchunks += m.placed.size();
+    }
+  }
+  double bpns = static_cast<double>(sc_.mode == Mode::kSurvive ? sc_.rails[sc_.safe_rail].bps : rate_min_) / 8e9;
+  uint64_t transfer = static_cast<uint64_t>(3.0 * static_cast<double>(remaining + nchunks * kFrameBytes) / bpns);
+  uint64_t probe = 2 * sc_.core.stall_ns + sc_.core.heartbeat_ns;
+  limit_ = now_ + Recover() + sc_.core.backoff_max_ns + probe + transfer + 100 * kMs;
+}
+
+bool World::AllDone() const {
+  for (const auto& cp : comms_) {
+    const Comm& c = *cp;
+    size_t n = c.msgs.size();
+    if (!(c.dead[0] || c.failed[0] || c.s_test == n)) return false;
+    if (!(c.dead[1] || c.failed[1] || c.r_test == n)) return false;
+  }
+  return true;
+}
+
+}  // namespace rr::sim
