@@ -46,6 +46,7 @@ enum Ev : uint8_t {
   kFlapToggle,   // a: fault index, b: toggle number
   kRailEvent,    // a: host * 64 + rail, b: 1 down / 0 up
   kHeal,         // the chaos phase is over
+  kKill,         // a: incarnation, b: 1 when the sender sees ECONNRESET: a closed socket's peer got an RST
 };
 
 struct Event {
@@ -220,6 +221,7 @@ class World {
   void Finish(detail::Comm& c, detail::Msg& m, size_t k);
   void Failed(detail::Comm& c, int side);
   void MaybePost(detail::Comm& c, int side);
+  double RateFloor(uint64_t t0, uint64_t t1) const;
   uint64_t Bound(const detail::Comm& c, const detail::Msg& m, uint64_t t_end) const;
   void CheckBounds(bool final);
   bool AllDone() const;

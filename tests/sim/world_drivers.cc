@@ -369,6 +369,21 @@ void World::PumpSend(Comm& c) {
       break;
     }
   }
+  if (getenv("SIMDBG2")) {
+    for (size_t wi = 0; wi < wires_.size(); ++wi) {
+      const detail::Wire& w = wires_[wi];
+      Trace("wire %zu: busy %d cur %d cur_done %.6f dead %d ready %zu held %zu bps %lu", wi, w.busy, w.cur, w.cur_done / 1e9, w.dead,
+            w.ready.size(), w.held.size(), (unsigned long)w.bps);
+    }
+    for (int l = 0; l < nl; ++l) {
+      const net::Scheduler& sc = s.scheduler();
+      int ii = c.tx[l].inc;
+      Trace("comm %d link %d %s inc %d: rail backlog %ld queued %ld own %ld bw %.0f Mb/s rtt %lu; stream0 written %lu acked %lu", c.id, l,
+            net::LinkStateName(s.link_state(l)), ii, (long)sc.rail_backlog(l), (long)sc.rail_queued(l), (long)sc.queued(l),
+            sc.BandwidthBps(l) / 1e6, (unsigned long)sc.RttNs(l), ii >= 0 ? (unsigned long)streams_[incs_[ii].fwd[0]].written : 0,
+            ii >= 0 ? (unsigned long)streams_[incs_[ii].fwd[0]].acked : 0);
+    }
+  }
   if (s.SampleDue(now_)) {
     for (int l = 0; l < nl; ++l) {
       net::LinkSample& ls = c.samples[l];
@@ -662,13 +677,31 @@ void World::Failed(Comm& c, int side) {
   }
 }
 
-// Survive mode: how long a message may take from the moment both sides posted it.
-// Survive mode: how long a message may take from the moment both sides posted it. The bandwidth is
-// the slowest rail's (slowed ones at their slowed rate): a failover comm keeps to its primary, and a
-// striping one may put a chunk on any rail. Liveness, not performance: hangs are what this catches.
-uint64_t World::Bound(const Comm& c, const Msg& m, uint64_t t_end) const {
+// The slowest a rail moves a comm's bytes in [t0, t1] (bytes/ns): its rate (a slowed one at its slowed
+// rate), and at most a window per stream per round trip (the receive buffer, or what the send buffer
+// holds). A failover comm keeps to its primary and a striping one may put a chunk on any rail, so
+// the bounds use the slowest rail: liveness, not performance — hangs are what they catch.
+double World::RateFloor(uint64_t t0, uint64_t t1) const {
   std::vector<uint64_t> rate(sc_.rails.size());
   for (size_t r = 0; r < rate.size(); ++r) rate[r] = sc_.rails[r].bps;
+  for (const Fault& f : sc_.faults) {
+    if (f.kind == FaultKind::kRate && std::max(f.at, t0) < std::min(f.at + f.dur, t1)) {
+      rate[f.rail] = std::min(rate[f.rail], std::max<uint64_t>(sc_.rails[f.rail].bps / f.den * f.num, 100000));
+    }
+  }
+  double bpns = 1e30;
+  double win = static_cast<double>(std::min<uint64_t>(sc_.rcvbuf, sc_.sndbuf + sc_.core.chunk + kFrameBytes));
+  for (size_t r = 0; r < rate.size(); ++r) {
+    double rtt = static_cast<double>(2 * sc_.rails[r].delay_ns) + 2.0 * static_cast<double>(sc_.quantum) * 8e9 / static_cast<double>(rate[r]);
+    bpns = std::min({bpns, static_cast<double>(rate[r]) / 8e9, sc_.streams * win / rtt});
+  }
+  return bpns;
+}
+
+// Survive mode: how long a message may take from the moment both sides posted it: three times its
+// bytes and those ahead of it at the floor rate, a recovery time per rail fault during its life, its
+// endpoints' pauses, and what queued on a rail before it slowed (drained at the slowed rate).
+uint64_t World::Bound(const Comm& c, const Msg& m, uint64_t t_end) const {
   uint64_t nfaults = 0;
   for (uint64_t t : fault_times_) nfaults += t >= m.t_start && t <= t_end;
   uint64_t extra = 0;
@@ -676,15 +709,19 @@ uint64_t World::Bound(const Comm& c, const Msg& m, uint64_t t_end) const {
     uint64_t a = std::max(f.at, m.t_start), b = std::min(f.at + f.dur, t_end);
     if (b <= a) continue;
     if (f.kind == FaultKind::kPause && f.comm == c.id) extra += b - a;
-    if (f.kind == FaultKind::kRate) {  // what queued on the rail before it slowed drains at the new rate
-      rate[f.rail] = std::min(rate[f.rail], std::max<uint64_t>(sc_.rails[f.rail].bps / f.den * f.num, 100000));
+    if (f.kind == FaultKind::kRate) {
+      double slow = static_cast<double>(std::max<uint64_t>(sc_.rails[f.rail].bps / f.den * f.num, 100000)) / 8e9;
       double depth = static_cast<double>((sc_.sndbuf + sc_.rcvbuf + sc_.core.chunk) * sc_.streams) * comms_.size();
-      extra += static_cast<uint64_t>(depth * 8e9 / static_cast<double>(rate[f.rail]));
+      extra += static_cast<uint64_t>(depth / slow);
     }
   }
-  double bpns = static_cast<double>(*std::min_element(rate.begin(), rate.end())) / 8e9;
+  // A wire serves its streams round robin, a segment each: a frame (an ack too) may wait one round,
+  // and a message gets a stream's share of the wire.
+  double bpns = RateFloor(m.t_start, t_end);
+  double streams = static_cast<double>(comms_.size() * (sc_.streams + 1));
+  double round = streams * static_cast<double>(sc_.quantum) / bpns;
   double own = static_cast<double>(m.size + m.placed.size() * kFrameBytes);
-  double transfer = 3.0 * (static_cast<double>(m.ahead) + ndir_[c.spec.from] * own) / bpns;
+  double transfer = 3.0 * (static_cast<double>(m.ahead) + streams * own) / bpns + 4 * round;
   return 20 * kMs + 8 * rtt_max_ + static_cast<uint64_t>(transfer) + nfaults * Recover() + extra;
 }
 
@@ -716,7 +753,7 @@ void World::OnHeal() {
       if (!m.r_done) remaining += m.size, nchunks += m.placed.size();
     }
   }
-  double bpns = static_cast<double>(sc_.mode == Mode::kSurvive ? sc_.rails[sc_.safe_rail].bps : rate_min_) / 8e9;
+  double bpns = RateFloor(now_, now_);
   uint64_t transfer = static_cast<uint64_t>(3.0 * static_cast<double>(remaining + nchunks * kFrameBytes) / bpns);
   uint64_t probe = 2 * sc_.core.stall_ns + sc_.core.heartbeat_ns;
   limit_ = now_ + Recover() + sc_.core.backoff_max_ns + probe + transfer + 100 * kMs;

@@ -230,12 +230,17 @@ void World::ResetInc(int i, bool peer_closed) {
 }
 
 // The sender drops its transport object: the notice (best effort), then the FIN of every stream.
+// A socket closed with bytes still to send keeps sending them (no SO_LINGER), unless its peer has
+// closed too: the peer's kernel answers with an RST, which ends the connection. Without that, a
+// dropped incarnation's backlog would keep its share of the wire for good.
 void World::CloseTx(int i, const net::Frame* notice) {
   Inc& in = incs_[i];
   in.tx_open = false;
   if (in.reset) return;
   if (notice != nullptr) Write(in.fwd[0], *notice, nullptr);
   for (int sid : in.fwd) SetFin(sid);
+  const detail::Wire& w = wires_[streams_[in.fwd[0]].wire];
+  if (!in.rx_open) Push(now_ + 2 * w.delay + kUs, detail::kKill, i, 0);
 }
 
 void World::CloseRx(int i, const net::Frame* notice) {
@@ -244,6 +249,9 @@ void World::CloseRx(int i, const net::Frame* notice) {
   if (in.reset) return;
   if (notice != nullptr) Write(in.rev, *notice, nullptr);
   SetFin(in.rev);
+  // Data reaching the closed socket draws an RST: the sender's next write fails (after the notice).
+  const detail::Wire& w = wires_[streams_[in.rev].wire];
+  Push(now_ + 2 * w.delay + 2 * wires_[streams_[in.rev].wire ^ 1].delay + kUs, detail::kKill, i, in.tx_open ? 1 : 0);
 }
 
 void World::Connect(int comm, int link, uint32_t epoch) {
@@ -506,6 +514,16 @@ Result World::Go() {
       case detail::kFlapToggle: FlapToggle(e.a, e.b); break;
       case detail::kRailEvent: RailEvent(e.a / 64, e.a % 64, e.b != 0); break;
       case detail::kHeal: OnHeal(); break;
+      case detail::kKill: {
+        Inc& in = incs_[e.a];
+        // An RST is a packet: a black hole swallows it (the connection then lives until the heal).
+        if (wires_[streams_[in.rev].wire].dead > 0 || wires_[streams_[in.rev].wire ^ 1].dead > 0) {
+          Hold(streams_[in.rev].wire, e);
+          break;
+        }
+        if (!in.rx_open) ResetInc(e.a, e.b != 0);
+        break;
+      }
     }
     if (AllDone()) break;
   }
