@@ -50,7 +50,7 @@ uint64_t DrawSize(Rng& r, const net::CoreConfig& c, uint64_t max_size) {
     case 4:
     case 5: s = r.LogUniform(1, 256 << 10); break;
     case 6: s = r.LogUniform(256 << 10, std::max<uint64_t>(max_size, 256 << 10)); break;
-    default: s = static_cast<uint64_t>(c.chunk) * r.Range(1, 8); break;
+    default: s = static_cast<uint64_t>(c.chunk) * r.Range(1, 4); break;
   }
   return std::min(s, max_size);
 }
@@ -94,7 +94,7 @@ Scenario Draw(uint64_t seed, const Options& opt) {
     cs.from = r.OneIn(3) ? 1 : 0;
     cs.window = 1 + static_cast<int>(r.Below(8));
     cs.primary = static_cast<int>(r.Below(nr));
-    int n = static_cast<int>(r.Range(4, 40));
+    int n = static_cast<int>(r.Range(4, 32));
     for (int j = 0; j < n; ++j) cs.sizes.push_back(DrawSize(r, c, opt.max_size)), total += cs.sizes.back();
     nmsgs += n;
     cs.slack = r.OneIn(2) ? 0 : r.Range(1, 4096);

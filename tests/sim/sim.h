@@ -121,7 +121,7 @@ struct Scenario {
 };
 
 struct Options {
-  uint64_t max_size = 1 << 20;   // largest message the swarm draws (up to 1 GiB)
+  uint64_t max_size = 512 << 10; // largest message the swarm draws (up to 1 GiB; small keeps seeds fast)
   bool verbose = false;
 };
 

@@ -110,7 +110,7 @@ struct Wire {
 
 struct Msg {
   uint64_t size = 0, cap = 0;
-  std::vector<uint8_t> src, dst, golden;
+  std::unique_ptr<uint8_t[]> src, dst;  // copy mode: the send and receive buffers
   uint8_t* src_p = nullptr;
   uint8_t* dst_p = nullptr;
   uint64_t hash = 0;

@@ -47,14 +47,16 @@ class Observer : public net::CoreObserver {
 
 namespace {
 
+// A per-message key times the word's offset: every 8-byte word of every message differs (a chunk
+// placed at another offset or into another message's buffer changes the content hash), and cheap.
 void Fill(uint8_t* p, size_t n, uint64_t key) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    uint64_t v = Mix64(key + i);
+    uint64_t v = key ^ ((i + 8) * 0x9e3779b97f4a7c15ull);
     memcpy(p + i, &v, 8);
   }
   if (i < n) {
-    uint64_t v = Mix64(key + i);
+    uint64_t v = key ^ ((i + 8) * 0x9e3779b97f4a7c15ull);
     memcpy(p + i, &v, n - i);
   }
 }
@@ -135,13 +137,15 @@ World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), per
       m.cap = m.size + c.spec.slack;
       m.placed.assign(std::max<uint64_t>(1, (m.size + chunk - 1) / chunk), 0);
       if (sc_.copy_bytes) {
-        m.src.resize(m.size);
-        Fill(m.src.data(), m.size, Mix64(sc_.seed ^ (k << 40) ^ (j << 8)));
-        m.hash = XXH3_64bits(m.src.data(), m.size);
-        if (m.size <= sc_.core.eager_max) m.golden = m.src;
-        m.dst.assign(m.cap, kGuard);
-        m.src_p = m.src.data();
-        m.dst_p = m.dst.data();
+        // Not zero-filled: the source is written at once, the destination is checked only once every
+        // chunk was placed (the guard bytes beyond the message are set).
+        m.src.reset(new uint8_t[std::max<uint64_t>(m.size, 1)]);
+        Fill(m.src.get(), m.size, Mix64(sc_.seed ^ (k << 40) ^ (j << 8)));
+        m.hash = XXH3_64bits(m.src.get(), m.size);
+        m.dst.reset(new uint8_t[std::max<uint64_t>(m.cap, 1)]);
+        memset(m.dst.get() + m.size, kGuard, m.cap - m.size);
+        m.src_p = m.src.get();
+        m.dst_p = m.dst.get();
       } else {  // addresses only: the cores never dereference them (no-op copiers)
         m.src_p = reinterpret_cast<uint8_t*>((uintptr_t{1} << 44) + ((uintptr_t{k} << 12) + j) * (uintptr_t{1} << 31));
         m.dst_p = reinterpret_cast<uint8_t*>((uintptr_t{1} << 45) + ((uintptr_t{k} << 12) + j) * (uintptr_t{1} << 31));
@@ -277,7 +281,7 @@ void World::CheckTx(Comm& c, int link, const net::TxFrame& f) {
   }
   if (net::IsEager(h)) {
     m.eager = true;
-    if (sc_.copy_bytes && h.len > 0 && memcmp(f.payload, m.golden.data() + h.offset, h.len) != 0) {
+    if (sc_.copy_bytes && h.len > 0 && memcmp(f.payload, m.src.get() + h.offset, h.len) != 0) {
       return Violate(who + ": eager payload differs from what was sent");
     }
   } else {
@@ -489,7 +493,7 @@ void World::Place(Comm& c, const Frame& h, const uint8_t* dst, const uint8_t* by
     return Violate(who + ": placement of " + std::to_string(h.len) + " bytes off the chunk grid");
   }
   if (dst != m.dst_p + h.offset) return Violate(who + ": placed at the wrong address");
-  if (sc_.copy_bytes) memcpy(m.dst.data() + h.offset, bytes, h.len);
+  if (sc_.copy_bytes) memcpy(m.dst.get() + h.offset, bytes, h.len);
   if (m.placed[h.offset / chunk]++ == 0) ++m.chunks_placed;
   else res_.dup_bytes += h.len;
 }
@@ -594,7 +598,6 @@ void World::DrainSend(Comm& c) {
   while (!violated() && c.s_test < c.s_post && c.msgs[c.s_test].s_core_done) {
     Msg& m = c.msgs[c.s_test++];
     m.s_done = true;
-    if (sc_.copy_bytes) std::fill(m.src.begin(), m.src.end(), 0xdb);  // NCCL reuses the buffer
     if (m.r_done) Finish(c, m, c.s_test - 1);
   }
 }
@@ -608,10 +611,7 @@ void World::Finish(Comm& c, Msg& m, size_t k) {
              Bound(c, m, now_) / 1e6);
     return Violate(b);
   }
-  if (sc_.copy_bytes) {
-    std::vector<uint8_t>().swap(m.src);
-    std::vector<uint8_t>().swap(m.dst);
-  }
+  m.dst.reset();  // the source stays: an eager chunk may still be re-sent (and compared) from the core's copy
 }
 
 void World::DrainRecv(Comm& c) {
@@ -634,7 +634,7 @@ void World::DrainRecv(Comm& c) {
     Msg& m = c.msgs[k];
     std::string who = "comm " + std::to_string(c.id) + " recv " + std::to_string(k);
     if (sc_.copy_bytes) {
-      if (XXH3_64bits(m.dst.data(), m.size) != m.hash) return Violate(who + ": received bytes differ from the sent ones");
+      if (XXH3_64bits(m.dst.get(), m.size) != m.hash) return Violate(who + ": received bytes differ from the sent ones");
       for (uint64_t b = m.size; b < m.cap; ++b) {
         if (m.dst[b] != kGuard) return Violate(who + ": byte " + std::to_string(b) + " beyond the message was written");
       }
@@ -716,12 +716,13 @@ uint64_t World::Bound(const Comm& c, const Msg& m, uint64_t t_end) const {
     }
   }
   // A wire serves its streams round robin, a segment each: a frame (an ack too) may wait one round,
-  // and a message gets a stream's share of the wire.
+  // and what is ahead of a message on its streams (its comm's earlier messages) moves at a stream's
+  // share of the wire while other comms post more.
   double bpns = RateFloor(m.t_start, t_end);
   double streams = static_cast<double>(comms_.size() * (sc_.streams + 1));
   double round = streams * static_cast<double>(sc_.quantum) / bpns;
   double own = static_cast<double>(m.size + m.placed.size() * kFrameBytes);
-  double transfer = 3.0 * (static_cast<double>(m.ahead) + streams * own) / bpns + 4 * round;
+  double transfer = 3.0 * streams * (static_cast<double>(m.ahead) + own) / bpns + 4 * round;
   return 20 * kMs + 8 * rtt_max_ + static_cast<uint64_t>(transfer) + nfaults * Recover() + extra;
 }
 
