@@ -41,9 +41,11 @@ int RunBench() {
   printf("# one connection, window 8, 64 MiB messages, 4 MiB socket buffers, no faults; goodput / link sum\n");
   printf("# %-36s %-9s %-7s %-5s %12s %12s %7s %9s\n", "rails", "policy", "streams", "chunk", "link sum", "goodput", "ratio",
          "wall s");
+  int idx = -1, only = getenv("SIMBENCH") ? atoi(getenv("SIMBENCH")) : -1;
   for (const Point& p : pts) {
     for (auto pol : {rr::net::Policy::kStripe, rr::net::Policy::kFailover}) {
       for (int streams : {1, 4}) {
+        if (only >= 0 && ++idx != only) continue;
         double t0 = WallSeconds();
         auto b = rr::sim::Bench(p.rails, p.bps, p.delay, 64 << 20, p.span, pol, streams, 128 * 1024, 4 << 20);
         printf("  %-36s %-9s %-7d %-5s %10.2f G %10.2f G %7.3f %9.2f%s\n", p.name,
