@@ -33,31 +33,35 @@ void ExpectOk(const Result& r) {
 }
 
 // Issue #11: iptables DROP on one of 4 rails mid-stream hung the stream (both sides detected the
-// stall, re-sent on the survivors, then nothing completed). Here: a black hole (both directions,
-// no link event) for good on each rail index in turn, 4 MiB messages, window 8.
+// stall, re-sent on the survivors, then nothing completed). Here: a black hole for good (both
+// directions, or one: data or acks lost; no link event) on each rail index in turn, 4 MiB
+// messages, window 8; stripe with every direction, failover with both.
 TEST(Sim, BlackHoleOnOneOfFourRailsAt1GbitNeverHangs) {
   for (int rail = 0; rail < 4; ++rail) {
-    for (auto policy : {net::Policy::kStripe, net::Policy::kFailover}) {
-      Scenario sc = Fabric(4, 1'000'000'000, 24, 4 << 20);
-      sc.core.policy = policy;
+    for (int variant = 0; variant < 4; ++variant) {
+      Scenario sc = Fabric(4, 1'000'000'000, 16, 4 << 20);
+      sc.core.policy = variant == 3 ? net::Policy::kFailover : net::Policy::kStripe;
       sc.safe_rail = (rail + 1) % 4;
       Fault f;
       f.kind = FaultKind::kHole;
       f.rail = rail;
-      f.dirs = 3;
+      f.dirs = variant == 0 || variant == 3 ? 3 : variant;
       f.at = 60 * kMs;
       f.dur = kForever;
       sc.faults.push_back(f);
       sc.heal_at = 61 * kMs;  // nothing heals: from here, the rest must finish within the final bound
       Result r = sim::Run(sc, false);
+      std::string what = "rail " + std::to_string(rail) + " variant " + std::to_string(variant);
       ExpectOk(r);
-      EXPECT_EQ(r.messages, 24u) << "rail " << rail;
-      if (policy == net::Policy::kStripe || rail == 0) {
-        EXPECT_GE(r.failovers, 1u) << "rail " << rail << ": the black-holed link was never failed";
-        EXPECT_GT(r.resent_bytes, 0u) << "rail " << rail;
+      EXPECT_EQ(r.messages, 16u) << what;
+      // Lost data must be re-sent; lost acks alone (variant 2) are covered by the acks on other links
+      // before the watchdog fires. Failover keeps to the primary (rail 0): the others carry nothing.
+      if (variant <= 1 || (variant == 3 && rail == 0)) {
+        EXPECT_GE(r.failovers, 1u) << what << ": the black-holed link was never failed";
+        EXPECT_GT(r.resent_bytes, 0u) << what;
       }
       // Detection (stall 1 s + a sample) plus the transfer on 3 rails: far below a hang.
-      EXPECT_LT(r.worst_latency_ns, 3 * kSec) << "rail " << rail;
+      EXPECT_LT(r.worst_latency_ns, 3 * kSec) << what;
     }
   }
 }

@@ -702,8 +702,9 @@ double World::RateFloor(uint64_t t0, uint64_t t1) const {
 // bytes and those ahead of it at the floor rate, a recovery time per rail fault during its life, its
 // endpoints' pauses, and what queued on a rail before it slowed (drained at the slowed rate).
 uint64_t World::Bound(const Comm& c, const Msg& m, uint64_t t_end) const {
-  uint64_t nfaults = 0;
-  for (uint64_t t : fault_times_) nfaults += t >= m.t_start && t <= t_end;
+  // A fault shortly before the message started is still undetected when its chunks go out.
+  uint64_t nfaults = 0, since = m.t_start > Recover() ? m.t_start - Recover() : 0;
+  for (uint64_t t : fault_times_) nfaults += t >= since && t <= t_end;
   uint64_t extra = 0;
   for (const Fault& f : sc_.faults) {
     uint64_t a = std::max(f.at, m.t_start), b = std::min(f.at + f.dur, t_end);
