@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 
 #include <malloc.h>
 
@@ -41,7 +42,7 @@ int RunBench() {
   printf("# one connection, window 8, 64 MiB messages, 4 MiB socket buffers, no faults; goodput / link sum\n");
   printf("# %-36s %-9s %-7s %-5s %12s %12s %7s %9s\n", "rails", "policy", "streams", "chunk", "link sum", "goodput", "ratio",
          "wall s");
-  int idx = -1, only = getenv("SIMBENCH") ? atoi(getenv("SIMBENCH")) : -1;
+  int idx = -1, only = getenv("RERAIL_SIM_BENCH") ? atoi(getenv("RERAIL_SIM_BENCH")) : -1;  // one point
   for (const Point& p : pts) {
     for (auto pol : {rr::net::Policy::kStripe, rr::net::Policy::kFailover}) {
       for (int streams : {1, 4}) {

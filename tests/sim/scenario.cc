@@ -242,7 +242,7 @@ BenchPoint Bench(int rails, uint64_t bps, uint64_t delay_ns, uint64_t size, uint
   sc.bench_skip = 16;  // the first messages ramp the estimates up
   BenchPoint p;
   p.link_sum_bps = link_sum;
-  p.res = Run(sc, getenv("SIMDBG2") != nullptr);
+  p.res = Run(sc, getenv("RERAIL_SIM_DEBUG") != nullptr);
   if (p.res.bench_ns > 0) p.goodput_bps = static_cast<double>(p.res.bench_bytes) * 8e9 / static_cast<double>(p.res.bench_ns);
   return p;
 }

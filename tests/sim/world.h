@@ -230,6 +230,7 @@ class World {
 
   Scenario sc_;
   bool verbose_;
+  int debug_ = 0;
   Result res_;
   uint64_t now_ = 0;
   uint64_t seq_ = 0;

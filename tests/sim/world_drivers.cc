@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <xxhash.h>
@@ -73,6 +74,9 @@ constexpr uint64_t kFrameBytes = sizeof(Frame);
 
 World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), perturb_(sc.seed ^ 0x7065727475726221ull) {
   now_ = 1000;
+  // RERAIL_SIM_DEBUG=1 (with --verbose): every frame and pump; 2: plus wires and scheduler state.
+  const char* dbg = getenv("RERAIL_SIM_DEBUG");
+  debug_ = verbose && dbg != nullptr ? atoi(dbg) : 0;
   int nr = static_cast<int>(sc_.rails.size());
   wires_.resize(2 * nr);
   for (int r = 0; r < nr; ++r) {
@@ -190,7 +194,7 @@ void World::Pump(int k, int side) {
   c.pump_at[side] = UINT64_MAX;
   if (c.dead[side] || c.failed[side]) return;
   if (now_ < c.pause_until[side]) return Wake(k, side, c.pause_until[side]);
-  if (getenv("SIMDBG")) Trace("pump comm %d side %d", k, side);
+  if (debug_ >= 1) Trace("pump comm %d side %d", k, side);
   if (side == 0) PumpSend(c);
   else PumpRecv(c);
   if (c.failed[side] || violated()) return;
@@ -338,7 +342,10 @@ void World::PumpSend(Comm& c) {
           if (!CanTake(sid)) break;
           net::TxFrame f;
           if (!s.NextTx(now_, l, &f)) break;
-          if (getenv("SIMDBG")) Trace("comm %d send: tx type %d seq %lu off %lu len %u link %d stream %d", c.id, (int)net::TypeOf(f.hdr), (unsigned long)f.hdr.seq, (unsigned long)f.hdr.offset, f.hdr.len, l, i);
+          if (debug_ >= 1) {
+            Trace("comm %d send: frame type %d seq %" PRIu64 " offset %" PRIu64 " len %u on link %d stream %d", c.id,
+                  static_cast<int>(net::TypeOf(f.hdr)), f.hdr.seq, f.hdr.offset, f.hdr.len, l, i);
+          }
           CheckTx(c, l, f);
           if (violated()) return;
           Write(sid, f.hdr, f.payload);
@@ -359,7 +366,10 @@ void World::PumpSend(Comm& c) {
         r.read = r.frames.front().end;
         r.frames.pop_front();
         if (r.win_blocked) r.win_blocked = false, Push(now_ + wires_[r.wire ^ 1].delay, detail::kWindowKick, in.rev);
-        if (getenv("SIMDBG")) Trace("comm %d send: control type %d seq %lu credit %lu on link %d", c.id, (int)net::TypeOf(f), (unsigned long)f.seq, (unsigned long)f.offset, l);
+        if (debug_ >= 1) {
+          Trace("comm %d send: control type %d ack %" PRIu64 " credit %" PRIu64 " on link %d", c.id,
+                static_cast<int>(net::TypeOf(f)), f.seq, f.offset, l);
+        }
         s.OnControl(now_, l, f);
         Commands(c);
         Wake(c.id, 0, now_);  // NCCL keeps calling: the next pass writes what the ack or credit freed
@@ -373,7 +383,7 @@ void World::PumpSend(Comm& c) {
       break;
     }
   }
-  if (getenv("SIMDBG2")) {
+  if (debug_ >= 2) {
     for (size_t wi = 0; wi < wires_.size(); ++wi) {
       const detail::Wire& w = wires_[wi];
       Trace("wire %zu: busy %d cur %d cur_done %.6f dead %d ready %zu held %zu bps %lu", wi, w.busy, w.cur, w.cur_done / 1e9, w.dead,
@@ -550,7 +560,10 @@ void World::PumpRecv(Comm& c) {
     for (size_t l = 0; l < c.rx.size(); ++l) {  // FlushControl
       Frame f;
       while (c.rx[l] >= 0 && r.NextControl(now_, static_cast<int>(l), &f)) {
-        if (getenv("SIMDBG")) Trace("comm %d recv: writes control type %d seq %lu credit %lu on link %zu", c.id, (int)net::TypeOf(f), (unsigned long)f.seq, (unsigned long)f.offset, l);
+        if (debug_ >= 1) {
+          Trace("comm %d recv: writes control type %d ack %" PRIu64 " credit %" PRIu64 " on link %zu", c.id,
+                static_cast<int>(net::TypeOf(f)), f.seq, f.offset, l);
+        }
         Write(incs_[c.rx[l]].rev, f, nullptr);
       }
     }
