@@ -221,7 +221,7 @@ Result Run(const Scenario& sc, bool verbose) {
 }
 
 BenchPoint Bench(int rails, uint64_t bps, uint64_t delay_ns, uint64_t size, uint64_t span_ns, net::Policy policy,
-                 int streams, uint32_t chunk, uint64_t sndbuf) {
+                 int streams, uint32_t chunk, uint64_t sndbuf, int comms) {
   Scenario sc;
   sc.seed = 1;
   sc.rails.assign(rails, RailSpec{bps, delay_ns});
@@ -235,15 +235,20 @@ BenchPoint Bench(int rails, uint64_t bps, uint64_t delay_ns, uint64_t size, uint
   sc.safe_rail = 0;
   double link_sum = static_cast<double>(bps) * rails;
   uint64_t n = static_cast<uint64_t>(link_sum / 8 * (static_cast<double>(span_ns) / 1e9) / static_cast<double>(size)) + 24;
-  CommSpec cs;
-  cs.window = 8;
-  cs.sizes.assign(n, size);
-  sc.comms.push_back(cs);
-  sc.bench_skip = 16;  // the first messages ramp the estimates up
+  for (int k = 0; k < comms; ++k) {  // NCCL channels: each comm's primary on its own rail
+    CommSpec cs;
+    cs.window = 8;
+    cs.primary = k % rails;
+    cs.sizes.assign(n / comms + 16, size);
+    sc.comms.push_back(cs);
+  }
+  sc.bench_skip = 16;  // the first 16 messages' worth of bytes ramp the estimates up
   BenchPoint p;
   p.link_sum_bps = link_sum;
   p.res = Run(sc, getenv("RERAIL_SIM_DEBUG") != nullptr);
-  if (p.res.bench_ns > 0) p.goodput_bps = static_cast<double>(p.res.bench_bytes) * 8e9 / static_cast<double>(p.res.bench_ns);
+  if (p.res.bench_ns > 0) {
+    p.goodput_bps = static_cast<double>(p.res.bench_bytes) * 8e9 / static_cast<double>(p.res.bench_ns);
+  }
   return p;
 }
 

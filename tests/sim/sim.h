@@ -149,14 +149,15 @@ struct Result {
 
 Result Run(const Scenario& sc, bool verbose);
 
-// Throughput figure: one connection (one comm, window 8, `size` messages, no faults) over `rails`
-// rails at `bps` with one-way delay `delay_ns`, for `span_ns` of virtual time. Returns goodput / link sum.
+// Throughput figure: `comms` connections (window 8 each, `size` messages, primaries on successive
+// rails, no faults) over `rails` rails at `bps` with one-way delay `delay_ns`, for about `span_ns` of
+// virtual time. Goodput: bytes received after the first 16 messages' worth, until a comm is done.
 struct BenchPoint {
   double link_sum_bps = 0;
   double goodput_bps = 0;
   Result res;
 };
 BenchPoint Bench(int rails, uint64_t bps, uint64_t delay_ns, uint64_t size, uint64_t span_ns, net::Policy policy,
-                 int streams, uint32_t chunk, uint64_t sndbuf);
+                 int streams, uint32_t chunk, uint64_t sndbuf, int comms = 1);
 
 }  // namespace rr::sim

@@ -250,7 +250,8 @@ class World {
   uint64_t rate_min_ = UINT64_MAX;
   int ndir_[2] = {0, 0};                // comms per direction
   uint64_t outstanding_[2] = {0, 0};    // bytes posted by senders and not yet received, per direction
-  uint64_t bench_t0_ = 0;
+  uint64_t bench_t0_ = 0, bench_bytes0_ = 0;
+  bool bench_over_ = false;
 };
 
 }  // namespace rr::sim
