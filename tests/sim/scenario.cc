@@ -158,6 +158,10 @@ Scenario Draw(uint64_t seed, const Options& opt) {
     }
     if (f.kind == FaultKind::kFlap) f.period = r.LogUniform(100 * kUs, std::max<uint64_t>(200 * kUs, f.dur / 2));
     if (f.kind == FaultKind::kRailEvent) f.hosts = static_cast<int>(r.Range(1, 3));
+    // Survive mode: some rails stay dead after the chaos phase (VOPR's liveness phase keeps some
+    // failures for good); the rest must still finish within the final bound.
+    bool dead_for_good = f.kind == FaultKind::kHole || f.kind == FaultKind::kDown;
+    if (sc.mode == Mode::kSurvive && dead_for_good && r.OneIn(6)) f.dur = kForever;
     sc.faults.push_back(f);
   }
   return sc;
@@ -187,7 +191,7 @@ std::string Scenario::Describe() const {
   }
   for (const Fault& f : faults) {
     char b[200];
-    snprintf(b, sizeof(b), "  fault %s at %.3f ms for %.3f ms: rail %d dirs %d hosts %d delay %.3f ms comm %d side %d 1/%u period %.3f ms\n",
+    snprintf(b, sizeof(b), "  fault %s at %.3f ms for %.3f ms (-1: for good): rail %d dirs %d hosts %d delay %.3f ms comm %d side %d 1/%u period %.3f ms\n",
              FaultName(f.kind), f.at / 1e6, f.dur >= kForever ? -1.0 : f.dur / 1e6, f.rail, f.dirs, f.hosts,
              f.event_delay / 1e6, f.comm, f.side, f.den, f.period / 1e6);
     o << b;
