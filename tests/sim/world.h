@@ -115,6 +115,7 @@ struct Msg {
   uint8_t* dst_p = nullptr;
   uint64_t hash = 0;
   std::vector<uint8_t> placed;  // per chunk: times placed
+  std::vector<uint8_t> handed;  // per chunk: times the sender handed it to a link (placed <= handed)
   uint64_t chunks_placed = 0;
   bool zero_read = false;
   bool eager = false;

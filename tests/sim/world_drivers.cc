@@ -140,6 +140,7 @@ World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), per
       m.size = c.spec.sizes[j];
       m.cap = m.size + c.spec.slack;
       m.placed.assign(std::max<uint64_t>(1, (m.size + chunk - 1) / chunk), 0);
+      m.handed.assign(m.placed.size(), 0);
       if (sc_.copy_bytes) {
         // Not zero-filled: the source is written at once, the destination is checked only once every
         // chunk was placed (the guard bytes beyond the message are set).
@@ -293,6 +294,8 @@ void World::CheckTx(Comm& c, int link, const net::TxFrame& f) {
     if (h.len > 0 && f.payload != m.src_p + h.offset) return Violate(who + ": payload is not at the buffer + offset");
   }
   m.written_payload += h.len;
+  uint8_t& n = m.handed[h.offset / chunk];
+  n = static_cast<uint8_t>(std::min(n + 1, 255));
 }
 
 void World::PumpSend(Comm& c) {
@@ -504,7 +507,11 @@ void World::Place(Comm& c, const Frame& h, const uint8_t* dst, const uint8_t* by
   }
   if (dst != m.dst_p + h.offset) return Violate(who + ": placed at the wrong address");
   if (sc_.copy_bytes) memcpy(m.dst.get() + h.offset, bytes, h.len);
-  if (m.placed[h.offset / chunk]++ == 0) ++m.chunks_placed;
+  // Exactly once, unless the chunk was re-sent: a late first copy and its re-sent copy may both land
+  // (identical bytes, before the completion: the core defers it while a stream still writes).
+  uint8_t& n = m.placed[h.offset / chunk];
+  if (n >= m.handed[h.offset / chunk]) return Violate(who + ": placed more often than the sender sent it");
+  if (n++ == 0) ++m.chunks_placed;
   else res_.dup_bytes += h.len;
 }
 
