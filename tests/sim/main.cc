@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   }
   double t0 = WallSeconds(), last = t0;
   uint64_t bad = 0, events = 0, bytes = 0, failovers = 0, errors = 0, dups = 0, resent = 0, worst = 0, mode_n[4] = {};
-  uint64_t done = 0;
+  uint64_t done = 0, trace = 0;
   for (uint64_t s = from; s < from + seeds; ++s) {
     rr::sim::Scenario sc = rr::sim::Draw(s, opt);
     if (seeds == 1) printf("%s\n", sc.Describe().c_str());
@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
       }
     }
     ++done;
+    trace = trace * 0x100000001b3ull ^ r.trace_hash;  // one figure for "same paths as before a refactor"
     ++mode_n[static_cast<int>(sc.mode)];
     events += r.events, bytes += r.bytes, failovers += r.failovers, errors += r.errors, dups += r.dup_bytes;
     resent += r.resent_bytes;
@@ -136,8 +137,9 @@ int main(int argc, char** argv) {
            done, from, from + done - 1, bad, done / wall, events / wall / 1e6, wall);
     printf("modes: survive %" PRIu64 ", transient %" PRIu64 ", all-dead %" PRIu64 ", peer-death %" PRIu64
            "; %.1f GB delivered, %" PRIu64 " failovers, %.1f MB re-sent, %.1f MB duplicates, %" PRIu64
-           " requests errored (expected ones only), slowest message %.3f s\n",
-           mode_n[0], mode_n[1], mode_n[2], mode_n[3], bytes / 1e9, failovers, resent / 1e6, dups / 1e6, errors, worst / 1e9);
+           " requests errored (expected ones only), slowest message %.3f s; trace hash %016" PRIx64 "\n",
+           mode_n[0], mode_n[1], mode_n[2], mode_n[3], bytes / 1e9, failovers, resent / 1e6, dups / 1e6, errors, worst / 1e9,
+           trace);
   }
   return bad == 0 ? 0 : 1;
 }

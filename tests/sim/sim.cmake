@@ -2,6 +2,7 @@
 # rails with faults, NCCL-like drivers and oracles. rerail-simnet runs seeds (scripts/sim.sh);
 # SimSwarm runs a fixed budget of seeds under ctest; test_simnet holds named scenarios.
 add_library(rr_simnet STATIC ${CMAKE_CURRENT_LIST_DIR}/world_net.cc ${CMAKE_CURRENT_LIST_DIR}/world_drivers.cc
+                             ${CMAKE_CURRENT_LIST_DIR}/world_oracles.cc
                              ${CMAKE_CURRENT_LIST_DIR}/scenario.cc)
 target_include_directories(rr_simnet PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(rr_simnet PUBLIC rr_core PRIVATE xxhash)

@@ -1,6 +1,7 @@
 // rerail-simnet internals: the simulated world of one seed (sim.h describes the model and oracles).
 //   world_net.cc      wires, streams, link incarnations, connects, faults (the "kernel" and the fabric)
-//   world_drivers.cc  the NCCL-like drivers of each comm's SendCore / RecvCore, and the oracles
+//   world_drivers.cc  the NCCL-like drivers of each comm's SendCore / RecvCore
+//   world_oracles.cc  the oracles and liveness bounds
 // Single-threaded; every container is indexed by integers (no pointer keys, no unordered iteration).
 #pragma once
 
@@ -140,6 +141,13 @@ struct TxDrv {
 
 class Observer;
 
+// Request cookies given to the cores: the message index + 1.
+inline void* Owner(size_t k) { return reinterpret_cast<void*>(static_cast<uintptr_t>(k + 1)); }
+inline size_t FromOwner(void* p) { return static_cast<size_t>(reinterpret_cast<uintptr_t>(p)) - 1; }
+inline bool Delivered(const Msg& m) { return m.size == 0 ? m.zero_read : m.chunks_placed == m.placed.size(); }
+constexpr uint8_t kGuard = 0xee;  // receive-buffer bytes beyond the message
+constexpr uint64_t kFrameBytes = sizeof(net::Frame);
+
 // One NCCL comm pair: the SendCore on host `from`, the RecvCore on the other, and their drivers.
 struct Comm {
   CommSpec spec;
@@ -211,7 +219,13 @@ class World {
   void Wake(int comm, int side, uint64_t t);
   void Pump(int comm, int side);
   void PumpSend(detail::Comm& c);
+  bool SendSetup(detail::Comm& c);
+  bool SendWrites(detail::Comm& c);
+  void SendReadControl(detail::Comm& c);
+  void DebugState(const detail::Comm& c);
   void PumpRecv(detail::Comm& c);
+  void RecvAttach(detail::Comm& c);
+  bool RecvReads(detail::Comm& c, bool* read_any);
   void Commands(detail::Comm& c);
   void SyncRecv(detail::Comm& c);
   bool ReadStream(detail::Comm& c, int link, int sid);

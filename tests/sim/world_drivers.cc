@@ -62,13 +62,6 @@ void Fill(uint8_t* p, size_t n, uint64_t key) {
   }
 }
 
-void* Owner(size_t k) { return reinterpret_cast<void*>(static_cast<uintptr_t>(k + 1)); }
-size_t FromOwner(void* p) { return static_cast<size_t>(reinterpret_cast<uintptr_t>(p)) - 1; }
-
-bool Delivered(const Msg& m) { return m.size == 0 ? m.zero_read : m.chunks_placed == m.placed.size(); }
-
-constexpr uint8_t kGuard = 0xee;
-constexpr uint64_t kFrameBytes = sizeof(Frame);
 
 }  // namespace
 
@@ -148,7 +141,7 @@ World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), per
         Fill(m.src.get(), m.size, Mix64(sc_.seed ^ (k << 40) ^ (j << 8)));
         m.hash = XXH3_64bits(m.src.get(), m.size);
         m.dst.reset(new uint8_t[std::max<uint64_t>(m.cap, 1)]);
-        memset(m.dst.get() + m.size, kGuard, m.cap - m.size);
+        memset(m.dst.get() + m.size, detail::kGuard, m.cap - m.size);
         m.src_p = m.src.get();
         m.dst_p = m.dst.get();
       } else {  // addresses only: the cores never dereference them (no-op copiers)
@@ -225,7 +218,7 @@ void World::MaybePost(Comm& c, int side) {
     while (c.s_post < n && c.s_post - c.s_test < w) {
       Msg& m = c.msgs[c.s_post];
       bool posted = false;
-      Status st = c.send->Isend(now_, m.src_p, m.size, Owner(c.s_post), &posted);
+      Status st = c.send->Isend(now_, m.src_p, m.size, detail::Owner(c.s_post), &posted);
       if (!st.ok()) return Failed(c, 0);
       if (!posted) break;
       m.s_posted = true;
@@ -241,7 +234,7 @@ void World::MaybePost(Comm& c, int side) {
       Msg& m = c.msgs[c.r_post];
       bool posted = false;
       m.r_posted = true;  // stashed chunks may be placed before Irecv returns
-      Status st = c.recv->Irecv(now_, m.dst_p, m.cap, Owner(c.r_post), &posted, &m.slot);
+      Status st = c.recv->Irecv(now_, m.dst_p, m.cap, detail::Owner(c.r_post), &posted, &m.slot);
       m.r_posted = st.ok() && posted;
       if (!st.ok()) return Failed(c, 1);
       if (!posted) break;
@@ -273,41 +266,48 @@ void World::Commands(Comm& c) {
   }
 }
 
-void World::CheckTx(Comm& c, int link, const net::TxFrame& f) {
-  const Frame& h = f.hdr;
-  if (net::TypeOf(h) != net::FrameType::kData) return;
-  std::string who = "comm " + std::to_string(c.id) + " link " + std::to_string(link) + " msg " + std::to_string(h.seq);
-  if (h.seq >= c.msgs.size() || !c.msgs[h.seq].s_posted) return Violate(who + ": data frame of a send never posted");
-  Msg& m = c.msgs[h.seq];
-  uint32_t chunk = sc_.core.chunk;
-  if (h.total != m.size || h.offset % chunk != 0 || h.len != std::min<uint64_t>(chunk, m.size - std::min(m.size, h.offset)) ||
-      (h.offset >= m.size && m.size > 0)) {
-    return Violate(who + ": bad chunk (offset " + std::to_string(h.offset) + " len " + std::to_string(h.len) + ")");
-  }
-  if (net::IsEager(h)) {
-    m.eager = true;
-    if (sc_.copy_bytes && h.len > 0 && memcmp(f.payload, m.src.get() + h.offset, h.len) != 0) {
-      return Violate(who + ": eager payload differs from what was sent");
+// One driver pass of the sender, in SendComm::Progress's order (rail events, connectors, writes,
+// control reads, samples, Poll, completions); every input may queue link commands: drained at once.
+void World::PumpSend(Comm& c) {
+  if (!SendSetup(c)) return;
+  if (c.ready) MaybePost(c, 0);
+  if (!SendWrites(c)) return;
+  SendReadControl(c);
+  if (debug_ >= 2) DebugState(c);
+  net::SendCore& s = *c.send;
+  if (s.SampleDue(now_)) {
+    for (int l = 0; l < s.links(); ++l) {
+      net::LinkSample& ls = c.samples[l];
+      int ii = c.tx[l].inc;
+      ls.valid = ii >= 0 && !incs_[ii].reset && s.usable(l);
+      ls.streams = ls.valid ? sc_.streams : 0;
+      for (int i = 0; i < ls.streams; ++i) {
+        const Stream& st = streams_[incs_[ii].fwd[i]];
+        uint64_t rtt = wires_[st.wire].delay + wires_[st.wire ^ 1].delay;
+        ls.s[i] = net::StreamSample{st.acked, st.sent - st.acked, st.written - st.sent, st.written - st.acked, rtt};
+      }
     }
-  } else {
-    if (m.s_core_done) return Violate(who + ": data frame of a completed send (its buffer is NCCL's again)");
-    if (h.len > 0 && f.payload != m.src_p + h.offset) return Violate(who + ": payload is not at the buffer + offset");
+    s.OnSamples(now_, c.samples);
+    Commands(c);
   }
-  m.written_payload += h.len;
-  uint8_t& n = m.handed[h.offset / chunk];
-  n = static_cast<uint8_t>(std::min(n + 1, 255));
+  s.Poll(now_);
+  Commands(c);
+  DrainSend(c);
+  if (s.state() == net::ConnState::kFailed) return Failed(c, 0);
+  if (c.ready) MaybePost(c, 0);
 }
 
-void World::PumpSend(Comm& c) {
+// Rail events, connectors that finished, and (until the comm is ready) SendCore::Ready. False when
+// the connection failed.
+bool World::SendSetup(Comm& c) {
   net::SendCore& s = *c.send;
-  int nl = s.links();
   while (!c.rail_ev[0].empty()) {
     auto ev = c.rail_ev[0].front();
     c.rail_ev[0].pop_front();
     s.OnRail(now_, ev.first, ev.second);
   }
   Commands(c);
-  for (int l = 0; l < nl; ++l) {  // connectors
+  for (int l = 0; l < s.links(); ++l) {
     detail::TxDrv& t = c.tx[l];
     if (t.result == 1) {
       t.result = 0;
@@ -319,15 +319,24 @@ void World::PumpSend(Comm& c) {
     }
     Commands(c);
   }
-  if (!c.ready) {
-    bool ready = false;
-    Status st = s.Ready(now_, &ready);
-    Commands(c);
-    if (!st.ok()) return Failed(c, 0);
-    c.ready = ready;
+  if (c.ready) return true;
+  bool ready = false;
+  Status st = s.Ready(now_, &ready);
+  Commands(c);
+  if (!st.ok()) {
+    Failed(c, 0);
+    return false;
   }
-  if (c.ready) MaybePost(c, 0);
-  for (int l = 0; l < nl; ++l) {  // transport errors
+  c.ready = ready;
+  return true;
+}
+
+// Transport errors, then frames for every stream that can take one (SendComm::WriteStream: a stream
+// writes until its socket is full). False on a violation.
+bool World::SendWrites(Comm& c) {
+  net::SendCore& s = *c.send;
+  int nl = s.links();
+  for (int l = 0; l < nl; ++l) {
     detail::TxDrv& t = c.tx[l];
     if (t.inc >= 0 && incs_[t.inc].reset) {
       bool pc = incs_[t.inc].peer_closed;
@@ -350,9 +359,9 @@ void World::PumpSend(Comm& c) {
                   static_cast<int>(net::TypeOf(f.hdr)), f.hdr.seq, f.hdr.offset, f.hdr.len, l, i);
           }
           CheckTx(c, l, f);
-          if (violated()) return;
+          if (violated()) return false;
           Write(sid, f.hdr, f.payload);
-          s.OnWritten(l, kFrameBytes + f.hdr.len);
+          s.OnWritten(l, detail::kFrameBytes + f.hdr.len);
           s.OnTxDone(now_, l, f.hdr);
           progressed = true;
         }
@@ -360,7 +369,13 @@ void World::PumpSend(Comm& c) {
     }
     if (!progressed) break;
   }
-  for (int l = 0; l < nl; ++l) {  // control frames from the receiver
+  return true;
+}
+
+// Control frames from the receiver (acks, credits, heartbeats, notices), then EOF.
+void World::SendReadControl(Comm& c) {
+  net::SendCore& s = *c.send;
+  for (int l = 0; l < s.links(); ++l) {
     while (c.tx[l].inc >= 0) {
       Inc& in = incs_[c.tx[l].inc];
       Stream& r = streams_[in.rev];
@@ -386,41 +401,25 @@ void World::PumpSend(Comm& c) {
       break;
     }
   }
-  if (debug_ >= 2) {
-    for (size_t wi = 0; wi < wires_.size(); ++wi) {
-      const detail::Wire& w = wires_[wi];
-      Trace("wire %zu: busy %d cur %d cur_done %.6f dead %d ready %zu held %zu bps %lu", wi, w.busy, w.cur, w.cur_done / 1e9, w.dead,
-            w.ready.size(), w.held.size(), (unsigned long)w.bps);
-    }
-    for (int l = 0; l < nl; ++l) {
-      const net::Scheduler& sc = s.scheduler();
-      int ii = c.tx[l].inc;
-      Trace("comm %d link %d %s inc %d: rail backlog %ld queued %ld own %ld bw %.0f Mb/s rtt %lu; stream0 written %lu acked %lu", c.id, l,
-            net::LinkStateName(s.link_state(l)), ii, (long)sc.rail_backlog(l), (long)sc.rail_queued(l), (long)sc.queued(l),
-            sc.BandwidthBps(l) / 1e6, (unsigned long)sc.RttNs(l), ii >= 0 ? (unsigned long)streams_[incs_[ii].fwd[0]].written : 0,
-            ii >= 0 ? (unsigned long)streams_[incs_[ii].fwd[0]].acked : 0);
-    }
+}
+
+// RERAIL_SIM_DEBUG=2: every wire, and the scheduler's view of each of the comm's links.
+void World::DebugState(const Comm& c) {
+  for (size_t wi = 0; wi < wires_.size(); ++wi) {
+    const detail::Wire& w = wires_[wi];
+    Trace("wire %zu: busy %d cur %d done at %.6f dead %d ready %zu held %zu bps %" PRIu64, wi, w.busy, w.cur,
+          static_cast<double>(w.cur_done) / 1e9, w.dead, w.ready.size(), w.held.size(), w.bps);
   }
-  if (s.SampleDue(now_)) {
-    for (int l = 0; l < nl; ++l) {
-      net::LinkSample& ls = c.samples[l];
-      int ii = c.tx[l].inc;
-      ls.valid = ii >= 0 && !incs_[ii].reset && s.usable(l);
-      ls.streams = ls.valid ? sc_.streams : 0;
-      for (int i = 0; i < ls.streams; ++i) {
-        const Stream& st = streams_[incs_[ii].fwd[i]];
-        uint64_t rtt = wires_[st.wire].delay + wires_[st.wire ^ 1].delay;
-        ls.s[i] = net::StreamSample{st.acked, st.sent - st.acked, st.written - st.sent, st.written - st.acked, rtt};
-      }
-    }
-    s.OnSamples(now_, c.samples);
-    Commands(c);
+  const net::SendCore& s = *c.send;
+  const net::Scheduler& sc = s.scheduler();
+  for (int l = 0; l < s.links(); ++l) {
+    int ii = c.tx[l].inc;
+    uint64_t written = ii >= 0 ? streams_[incs_[ii].fwd[0]].written : 0, acked = ii >= 0 ? streams_[incs_[ii].fwd[0]].acked : 0;
+    Trace("comm %d link %d %s inc %d: rail backlog %" PRId64 " queued %" PRId64 " own %" PRId64 " bw %.0f Mb/s rtt %" PRIu64
+          "; stream 0 written %" PRIu64 " acked %" PRIu64,
+          c.id, l, net::LinkStateName(s.link_state(l)), ii, sc.rail_backlog(l), sc.rail_queued(l), sc.queued(l),
+          sc.BandwidthBps(l) / 1e6, sc.RttNs(l), written, acked);
   }
-  s.Poll(now_);
-  Commands(c);
-  DrainSend(c);
-  if (s.state() == net::ConnState::kFailed) return Failed(c, 0);
-  if (c.ready) MaybePost(c, 0);
 }
 
 // Closes the links the receiving core dropped: its notice (best effort), then the FIN (RecvComm::Sync).
@@ -448,9 +447,9 @@ bool World::ReadStream(Comm& c, int link, int sid) {
   };
   while (c.rx[link] >= 0 && !s.frames.empty() && r.state() == net::ConnState::kActive) {
     FrameRec& fr = s.frames.front();
-    uint64_t start = fr.end - kFrameBytes - fr.hdr.len;
+    uint64_t start = fr.end - detail::kFrameBytes - fr.hdr.len;
     if (!s.head_open) {
-      if (s.arrived < start + kFrameBytes) break;
+      if (s.arrived < start + detail::kFrameBytes) break;
       RxAction a = r.OnFrame(now_, link, s.idx, fr.hdr);
       if (a.kind == RxAction::kWait || a.kind == RxAction::kFail) {
         SyncRecv(c);
@@ -460,7 +459,7 @@ bool World::ReadStream(Comm& c, int link, int sid) {
       if (net::TypeOf(fr.hdr) == net::FrameType::kData && fr.hdr.len == 0 && fr.hdr.seq < c.msgs.size()) {
         c.msgs[fr.hdr.seq].zero_read = true;
       }
-      consume(start + kFrameBytes);
+      consume(start + detail::kFrameBytes);
       if (a.kind == RxAction::kNone) {
         s.frames.pop_front();
         SyncRecv(c);
@@ -493,43 +492,11 @@ bool World::ReadStream(Comm& c, int link, int sid) {
   return progressed;
 }
 
-void World::Place(Comm& c, const Frame& h, const uint8_t* dst, const uint8_t* bytes, bool stash_copy) {
-  std::string who = "comm " + std::to_string(c.id) + " msg " + std::to_string(h.seq) + " offset " +
-                    std::to_string(h.offset) + (stash_copy ? " (stash)" : "");
-  if (h.seq >= c.msgs.size()) return Violate(who + ": placed for a message never sent");
-  Msg& m = c.msgs[h.seq];
-  if (!m.r_posted) return Violate(who + ": placed into a receive not posted");
-  if (m.r_core_done) return Violate(who + ": placed into a receive the core already completed");
-  uint32_t chunk = sc_.core.chunk;
-  if (h.total != m.size || h.offset % chunk != 0 || h.offset >= std::max<uint64_t>(m.size, 1) ||
-      h.len != std::min<uint64_t>(chunk, m.size - h.offset)) {
-    return Violate(who + ": placement of " + std::to_string(h.len) + " bytes off the chunk grid");
-  }
-  if (dst != m.dst_p + h.offset) return Violate(who + ": placed at the wrong address");
-  if (sc_.copy_bytes) memcpy(m.dst.get() + h.offset, bytes, h.len);
-  // Exactly once, unless the chunk was re-sent: a late first copy and its re-sent copy may both land
-  // (identical bytes, before the completion: the core defers it while a stream still writes).
-  uint8_t& n = m.placed[h.offset / chunk];
-  if (n >= m.handed[h.offset / chunk]) return Violate(who + ": placed more often than the sender sent it");
-  if (n++ == 0) ++m.chunks_placed;
-  else res_.dup_bytes += h.len;
-}
-
+// One driver pass of the receiver, in RecvComm::Progress's order (listener, reads, Poll, control
+// writes, rail events, samples, completions).
 void World::PumpRecv(Comm& c) {
   net::RecvCore& r = *c.recv;
-  while (!c.attach.empty()) {  // the listener
-    int i = c.attach.front();
-    c.attach.pop_front();
-    Inc& in = incs_[i];
-    if (in.reset) continue;
-    if (!r.OnLinkUp(now_, in.link, in.epoch, in.rail, sc_.streams, "rail " + std::to_string(in.rail))) {
-      CloseRx(i, nullptr);
-      continue;
-    }
-    if (c.rx[in.link] >= 0 && c.rx[in.link] != i) CloseRx(c.rx[in.link], nullptr);  // replaced
-    c.rx[in.link] = i;
-    in.rx_open = true;
-  }
+  RecvAttach(c);
   MaybePost(c, 1);
   for (size_t l = 0; l < c.rx.size(); ++l) {
     if (c.rx[l] >= 0 && incs_[c.rx[l]].reset) {
@@ -540,27 +507,7 @@ void World::PumpRecv(Comm& c) {
     }
   }
   bool read_any = false;
-  for (int pass = 0; pass < 64 && r.state() == net::ConnState::kActive; ++pass) {
-    bool progressed = false;
-    for (size_t l = 0; l < c.rx.size(); ++l) {
-      for (int i = 0; i < sc_.streams && c.rx[l] >= 0; ++i) {
-        progressed |= ReadStream(c, static_cast<int>(l), incs_[c.rx[l]].fwd[i]);
-        if (violated()) return;
-      }
-      if (c.rx[l] >= 0) {  // EOF on every stream after the sender closed it
-        const Inc& in = incs_[c.rx[l]];
-        const Stream& s0 = streams_[in.fwd[0]];
-        if (s0.frames.empty() && s0.fin_arrived && s0.read == s0.written) {
-          r.OnLinkError(now_, static_cast<int>(l), "closed by the sender", true);
-          if (c.rx[l] >= 0 && !r.alive(static_cast<int>(l))) SyncRecv(c);
-          if (c.rx[l] >= 0) CloseRx(c.rx[l], nullptr), c.rx[l] = -1;
-          progressed = true;
-        }
-      }
-    }
-    read_any |= progressed;
-    if (!progressed) break;
-  }
+  if (!RecvReads(c, &read_any)) return;
   r.Poll(now_, !read_any);
   SyncRecv(c);
   if (r.state() == net::ConnState::kActive) {
@@ -580,7 +527,7 @@ void World::PumpRecv(Comm& c) {
       r.OnRail(now_, ev.first, ev.second);
       SyncRecv(c);
     }
-    if (r.SampleDue(now_)) {
+    if (r.SampleDue(now_)) {  // the receiver's sockets carry control frames only (stream 0)
       std::vector<net::LinkSample> v(r.links());
       for (int l = 0; l < r.links(); ++l) {
         int ii = l < static_cast<int>(c.rx.size()) ? c.rx[l] : -1;
@@ -600,196 +547,46 @@ void World::PumpRecv(Comm& c) {
   MaybePost(c, 1);
 }
 
-// Completions come in the order the core finished them; NCCL tests only its oldest request, so it
-// learns of them in posting order (the checks that need NCCL's view run then).
-void World::DrainSend(Comm& c) {
-  net::Completion d;
-  while (!violated() && c.send->NextCompletion(&d)) {
-    size_t k = FromOwner(d.owner);
-    std::string who = "comm " + std::to_string(c.id) + " send " + std::to_string(k);
-    if (k >= c.s_post || k < c.s_test || c.msgs[k].s_core_done) return Violate(who + ": completed twice or never posted");
-    Msg& m = c.msgs[k];
-    if (d.size != m.size) return Violate(who + ": completed with size " + std::to_string(d.size));
-    if (!m.eager && !Delivered(m)) return Violate(who + ": a send completed before every chunk was placed at the receiver");
-    if (m.eager && m.written_payload < m.size) return Violate(who + ": eager send completed before all its bytes were written");
-    m.s_core_done = true;
-    Trace("comm %d send %zu (%" PRIu64 " bytes%s) complete", c.id, k, m.size, m.eager ? ", eager" : "");
-  }
-  while (!violated() && c.s_test < c.s_post && c.msgs[c.s_test].s_core_done) {
-    Msg& m = c.msgs[c.s_test++];
-    m.s_done = true;
-    if (m.r_done) Finish(c, m, c.s_test - 1);
-  }
-}
-
-// Both sides of a message are done (as NCCL sees them): its latency bound, then its memory goes back.
-void World::Finish(Comm& c, Msg& m, size_t k) {
-  res_.worst_latency_ns = std::max(res_.worst_latency_ns, now_ - m.t_start);
-  if (sc_.mode == Mode::kSurvive && now_ - m.t_start > Bound(c, m, now_)) {
-    char b[200];
-    snprintf(b, sizeof(b), "comm %d msg %zu: liveness: took %.3f ms, bound %.3f ms", c.id, k, (now_ - m.t_start) / 1e6,
-             Bound(c, m, now_) / 1e6);
-    return Violate(b);
-  }
-  m.dst.reset();  // the source stays: an eager chunk may still be re-sent (and compared) from the core's copy
-}
-
-void World::DrainRecv(Comm& c) {
-  net::Completion d;
-  while (!violated() && c.recv->NextCompletion(&d)) {
-    size_t k = FromOwner(d.owner);
-    std::string who = "comm " + std::to_string(c.id) + " recv " + std::to_string(k);
-    if (k >= c.r_post || k < c.r_test || c.msgs[k].r_core_done) return Violate(who + ": completed twice or never posted");
-    Msg& m = c.msgs[k];
-    if (d.size != m.size) return Violate(who + ": reported " + std::to_string(d.size) + " bytes, " + std::to_string(m.size) + " sent");
-    if (!Delivered(m)) {
-      return Violate(who + ": completed with chunks never placed (" + std::to_string(m.chunks_placed) + " of " +
-                     std::to_string(m.placed.size()) + " chunks, size " + std::to_string(m.size) + ")");
+// The listener: incarnations whose hello arrived are attached (a refused one is closed; one that
+// replaces an older incarnation of the same link closes that one).
+void World::RecvAttach(Comm& c) {
+  while (!c.attach.empty()) {
+    int i = c.attach.front();
+    c.attach.pop_front();
+    Inc& in = incs_[i];
+    if (in.reset) continue;
+    if (!c.recv->OnLinkUp(now_, in.link, in.epoch, in.rail, sc_.streams, "rail " + std::to_string(in.rail))) {
+      CloseRx(i, nullptr);
+      continue;
     }
-    m.r_core_done = true;
-    Trace("comm %d recv %zu (%" PRIu64 " bytes) complete", c.id, k, m.size);
+    if (c.rx[in.link] >= 0 && c.rx[in.link] != i) CloseRx(c.rx[in.link], nullptr);
+    c.rx[in.link] = i;
+    in.rx_open = true;
   }
-  while (!violated() && c.r_test < c.r_post && c.msgs[c.r_test].r_core_done) {
-    size_t k = c.r_test++;
-    Msg& m = c.msgs[k];
-    std::string who = "comm " + std::to_string(c.id) + " recv " + std::to_string(k);
-    if (sc_.copy_bytes) {
-      if (XXH3_64bits(m.dst.get(), m.size) != m.hash) return Violate(who + ": received bytes differ from the sent ones");
-      for (uint64_t b = m.size; b < m.cap; ++b) {
-        if (m.dst[b] != kGuard) return Violate(who + ": byte " + std::to_string(b) + " beyond the message was written");
+}
+
+// Up to 64 passes over every attached link's data streams, then EOF. False on a violation.
+bool World::RecvReads(Comm& c, bool* read_any) {
+  net::RecvCore& r = *c.recv;
+  for (int pass = 0; pass < 64 && r.state() == net::ConnState::kActive; ++pass) {
+    bool progressed = false;
+    for (size_t l = 0; l < c.rx.size(); ++l) {
+      for (int i = 0; i < sc_.streams && c.rx[l] >= 0; ++i) {
+        progressed |= ReadStream(c, static_cast<int>(l), incs_[c.rx[l]].fwd[i]);
+        if (violated()) return false;
+      }
+      if (c.rx[l] >= 0) {  // EOF after the sender closed it
+        const Stream& s0 = streams_[incs_[c.rx[l]].fwd[0]];
+        if (s0.frames.empty() && s0.fin_arrived && s0.read == s0.written) {
+          r.OnLinkError(now_, static_cast<int>(l), "closed by the sender", true);
+          if (c.rx[l] >= 0 && !r.alive(static_cast<int>(l))) SyncRecv(c);
+          if (c.rx[l] >= 0) CloseRx(c.rx[l], nullptr), c.rx[l] = -1;
+          progressed = true;
+        }
       }
     }
-    c.recv->Release(m.slot);
-    m.r_done = true;
-    outstanding_[c.spec.from] -= m.size;
-    res_.bytes += m.size;
-    ++res_.messages;
-    // Benchmarks: from the first bench_skip messages' worth of bytes to the moment a comm has
-    // nothing left (from then on fewer comms compete).
-    if (sc_.bench_skip > 0 && !bench_over_) {
-      if (bench_t0_ == 0 && res_.bytes >= sc_.bench_skip * m.size) bench_t0_ = now_, bench_bytes0_ = res_.bytes;
-      if (bench_t0_ != 0) res_.bench_bytes = res_.bytes - bench_bytes0_, res_.bench_ns = now_ - bench_t0_;
-      bench_over_ = c.r_test == c.msgs.size();
-    }
-    if (m.s_done) Finish(c, m, k);
-  }
-}
-
-void World::Failed(Comm& c, int side) {
-  if (c.failed[side]) return;
-  c.failed[side] = true;
-  c.failed_at[side] = now_;
-  const Status& st = side == 0 ? c.send->status() : c.recv->status();
-  size_t pending = side == 0 ? c.s_post - c.s_test : c.r_post - c.r_test;
-  res_.errors += pending;
-  std::string who = "comm " + std::to_string(c.id) + (side == 0 ? " send" : " recv");
-  Trace("%s failed: %s (%zu requests error)", who.c_str(), st.message().c_str(), pending);
-  switch (sc_.mode) {
-    case Mode::kSurvive:
-    case Mode::kTransient:
-      return Violate(who + ": spurious error while a rail was usable: " + st.message());
-    case Mode::kAllDead:
-      if (now_ < sc_.dead_at + sc_.core.giveup_ns) {
-        return Violate(who + ": gave up " + std::to_string((sc_.dead_at + sc_.core.giveup_ns - now_) / kMs) +
-                       " ms before RERAIL_GIVEUP_MS: " + st.message());
-      }
-      break;
-    case Mode::kDeath:
-      if (now_ < sc_.dead_at) return Violate(who + ": error before the peer died: " + st.message());
-      break;
-  }
-}
-
-// The slowest a rail moves a comm's bytes in [t0, t1] (bytes/ns): its rate (a slowed one at its slowed
-// rate), and at most a window per stream per round trip (the receive buffer, or what the send buffer
-// holds). A failover comm keeps to its primary and a striping one may put a chunk on any rail, so
-// the bounds use the slowest rail: liveness, not performance — hangs are what they catch.
-double World::RateFloor(uint64_t t0, uint64_t t1) const {
-  std::vector<uint64_t> rate(sc_.rails.size());
-  for (size_t r = 0; r < rate.size(); ++r) rate[r] = sc_.rails[r].bps;
-  for (const Fault& f : sc_.faults) {
-    if (f.kind == FaultKind::kRate && std::max(f.at, t0) < std::min(f.at + f.dur, t1)) {
-      rate[f.rail] = std::min(rate[f.rail], std::max<uint64_t>(sc_.rails[f.rail].bps / f.den * f.num, 100000));
-    }
-  }
-  double bpns = 1e30;
-  double win = static_cast<double>(std::min<uint64_t>(sc_.rcvbuf, sc_.sndbuf + sc_.core.chunk + kFrameBytes));
-  for (size_t r = 0; r < rate.size(); ++r) {
-    double rtt = static_cast<double>(2 * sc_.rails[r].delay_ns) + 2.0 * static_cast<double>(sc_.quantum) * 8e9 / static_cast<double>(rate[r]);
-    bpns = std::min({bpns, static_cast<double>(rate[r]) / 8e9, sc_.streams * win / rtt});
-  }
-  return bpns;
-}
-
-// Survive mode: how long a message may take from the moment both sides posted it: three times its
-// bytes and those ahead of it at the floor rate, a recovery time per rail fault during its life, its
-// endpoints' pauses, and what queued on a rail before it slowed (drained at the slowed rate).
-uint64_t World::Bound(const Comm& c, const Msg& m, uint64_t t_end) const {
-  // A fault shortly before the message started is still undetected when its chunks go out.
-  uint64_t nfaults = 0, since = m.t_start > Recover() ? m.t_start - Recover() : 0;
-  for (uint64_t t : fault_times_) nfaults += t >= since && t <= t_end;
-  uint64_t extra = 0;
-  for (const Fault& f : sc_.faults) {
-    uint64_t a = std::max(f.at, m.t_start), b = std::min(f.at + f.dur, t_end);
-    if (b <= a) continue;
-    if (f.kind == FaultKind::kPause && f.comm == c.id) extra += b - a;
-    if (f.kind == FaultKind::kRate) {
-      double slow = static_cast<double>(std::max<uint64_t>(sc_.rails[f.rail].bps / f.den * f.num, 100000)) / 8e9;
-      double depth = static_cast<double>((sc_.sndbuf + sc_.rcvbuf + sc_.core.chunk) * sc_.streams) * comms_.size();
-      extra += static_cast<uint64_t>(depth / slow);
-    }
-  }
-  // A wire serves its streams round robin, a segment each: a frame (an ack too) may wait one round,
-  // and what is ahead of a message on its streams (its comm's earlier messages) moves at a stream's
-  // share of the wire while other comms post more.
-  double bpns = RateFloor(m.t_start, t_end);
-  double streams = static_cast<double>(comms_.size() * (sc_.streams + 1));
-  double round = streams * static_cast<double>(sc_.quantum) / bpns;
-  double own = static_cast<double>(m.size + m.placed.size() * kFrameBytes);
-  double transfer = 3.0 * streams * (static_cast<double>(m.ahead) + own) / bpns + 4 * round;
-  return 20 * kMs + 8 * rtt_max_ + static_cast<uint64_t>(transfer) + nfaults * Recover() + extra;
-}
-
-void World::CheckBounds(bool /*final*/) {
-  if (sc_.mode != Mode::kSurvive || violated()) return;
-  for (const auto& cp : comms_) {
-    for (size_t k = 0; k < cp->msgs.size(); ++k) {
-      const Msg& m = cp->msgs[k];
-      if (m.t_start == 0 || (m.s_done && m.r_done)) continue;
-      uint64_t b = Bound(*cp, m, now_);
-      if (now_ - m.t_start > b) {
-        char buf[200];
-        snprintf(buf, sizeof(buf), "comm %d msg %zu: liveness: open for %.3f ms, bound %.3f ms (send %s, recv %s)", cp->id, k,
-                 (now_ - m.t_start) / 1e6, b / 1e6, m.s_done ? "done" : "open", m.r_done ? "done" : "open");
-        return Violate(buf);
-      }
-    }
-  }
-}
-
-// The chaos phase is over: everything still to move must now finish within a bound.
-void World::OnHeal() {
-  Trace("heal: every fault is over");
-  CheckBounds(false);
-  if (sc_.mode != Mode::kSurvive && sc_.mode != Mode::kTransient) return;
-  uint64_t remaining = 0, nchunks = 0;
-  for (const auto& cp : comms_) {
-    for (const Msg& m : cp->msgs) {
-      if (!m.r_done) remaining += m.size, nchunks += m.placed.size();
-    }
-  }
-  double bpns = RateFloor(now_, now_);
-  uint64_t transfer = static_cast<uint64_t>(3.0 * static_cast<double>(remaining + nchunks * kFrameBytes) / bpns);
-  uint64_t probe = 2 * sc_.core.stall_ns + sc_.core.heartbeat_ns;
-  limit_ = now_ + Recover() + sc_.core.backoff_max_ns + probe + transfer + 100 * kMs;
-}
-
-bool World::AllDone() const {
-  for (const auto& cp : comms_) {
-    const Comm& c = *cp;
-    size_t n = c.msgs.size();
-    if (!(c.dead[0] || c.failed[0] || c.s_test == n)) return false;
-    if (!(c.dead[1] || c.failed[1] || c.r_test == n)) return false;
+    *read_any |= progressed;
+    if (!progressed) break;
   }
   return true;
 }
