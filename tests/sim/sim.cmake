@@ -14,6 +14,10 @@ set_target_properties(rerail-simnet PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_
 rerail_gtest(test_simnet SOURCES ${CMAKE_CURRENT_LIST_DIR}/sim_test.cc LIBS rr_simnet LABELS unit TIMEOUT 120)
 # The swarm under ctest: a fixed, deterministic budget of seeds (sized for ~1-2 min on a loaded
 # 2-core machine; scripts/sim.sh runs more). A violation prints the seed and its repro line.
-set(RERAIL_SIM_SEEDS 5000 CACHE STRING "Seeds the SimSwarm ctest runs")
+if(RERAIL_SANITIZE)  # 5-15x slower per seed: the same wall-clock budget
+  set(RERAIL_SIM_SEEDS 500 CACHE STRING "Seeds the SimSwarm ctest runs")
+else()
+  set(RERAIL_SIM_SEEDS 5000 CACHE STRING "Seeds the SimSwarm ctest runs")
+endif()
 add_test(NAME SimSwarm COMMAND rerail-simnet --seeds ${RERAIL_SIM_SEEDS} --from 1)
 set_tests_properties(SimSwarm PROPERTIES LABELS unit TIMEOUT 600)
