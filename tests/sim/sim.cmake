@@ -12,8 +12,9 @@ target_link_libraries(rerail-simnet PRIVATE rr_simnet)
 set_target_properties(rerail-simnet PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/sim)
 
 rerail_gtest(test_simnet SOURCES ${CMAKE_CURRENT_LIST_DIR}/sim_test.cc LIBS rr_simnet LABELS unit TIMEOUT 120)
-# The swarm under ctest: a fixed, deterministic budget of seeds (sized for ~1-2 min on a loaded
-# 2-core machine: ~30 s of CPU, ~100 s at load 11; scripts/sim.sh 20000 is the issue's CI figure). A violation prints the seed and its repro line.
+# The swarm under ctest: a fixed, deterministic budget of seeds, sized for ~1-2 min on a loaded
+# 2-core machine (~30 s of CPU, ~100 s at load 11); `scripts/sim.sh 20000` is the issue's CI figure.
+# A violation prints the seed and its repro line.
 if(RERAIL_SANITIZE)  # 5-15x slower per seed: the same wall-clock budget
   set(RERAIL_SIM_SEEDS 500 CACHE STRING "Seeds the SimSwarm ctest runs")
 else()
