@@ -225,10 +225,11 @@ Result Run(const Scenario& sc, bool verbose) {
 }
 
 BenchPoint Bench(int rails, uint64_t bps, uint64_t delay_ns, uint64_t size, uint64_t span_ns, net::Policy policy,
-                 int streams, uint32_t chunk, uint64_t sndbuf, int comms) {
+                 int streams, uint32_t chunk, uint64_t sndbuf, int comms, uint32_t last_div) {
   Scenario sc;
   sc.seed = 1;
   sc.rails.assign(rails, RailSpec{bps, delay_ns});
+  sc.rails.back().bps = bps / last_div;  // X,X,X,X/4: the last rail slower
   sc.streams = streams;
   sc.core.policy = policy;
   sc.core.chunk = chunk;
@@ -237,7 +238,7 @@ BenchPoint Bench(int rails, uint64_t bps, uint64_t delay_ns, uint64_t size, uint
   sc.quantum = 64 << 10;
   sc.copy_bytes = false;
   sc.safe_rail = 0;
-  double link_sum = static_cast<double>(bps) * rails;
+  double link_sum = static_cast<double>(bps) * (rails - 1) + static_cast<double>(bps / last_div);
   uint64_t n = static_cast<uint64_t>(link_sum / 8 * (static_cast<double>(span_ns) / 1e9) / static_cast<double>(size)) + 24;
   for (int k = 0; k < comms; ++k) {  // NCCL channels: each comm's primary on its own rail
     CommSpec cs;

@@ -266,6 +266,7 @@ class World {
   int ndir_[2] = {0, 0};                // comms per direction
   uint64_t outstanding_[2] = {0, 0};    // bytes posted by senders and not yet received, per direction
   uint64_t bench_t0_ = 0, bench_bytes0_ = 0;
+  uint64_t wire_bytes_ = 0;  // data-stream bytes (headers included) that reached a receiving kernel
   bool bench_over_ = false;
 };
 

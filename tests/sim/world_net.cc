@@ -199,6 +199,7 @@ void World::OnArrive(const Event& e) {
   Stream& s = streams_[e.a];
   if (s.reset) return;
   if (wires_[s.wire].dead > 0) return Hold(s.wire, e);
+  if (!s.ctl && e.b > s.arrived) wire_bytes_ += e.b - s.arrived;
   s.arrived = std::max(s.arrived, e.b);
   if (s.fin && s.arrived == s.written) s.fin_arrived = true;
   Push(now_ + wires_[s.wire ^ 1].delay, detail::kAck, e.a, e.b);

@@ -132,11 +132,12 @@ void World::DrainRecv(Comm& c) {
     outstanding_[c.spec.from] -= m.size;
     res_.bytes += m.size;
     ++res_.messages;
-    // Benchmarks: from the first bench_skip messages' worth of bytes to the moment a comm has
-    // nothing left (from then on fewer comms compete).
+    // Benchmarks: bytes that reached the receivers' kernels, from the first bench_skip messages'
+    // worth of completed bytes to the moment a comm has nothing left (then fewer comms compete).
+    // Counting the wire, not completed messages: messages in flight at either end would skew it.
     if (sc_.bench_skip > 0 && !bench_over_) {
-      if (bench_t0_ == 0 && res_.bytes >= sc_.bench_skip * m.size) bench_t0_ = now_, bench_bytes0_ = res_.bytes;
-      if (bench_t0_ != 0) res_.bench_bytes = res_.bytes - bench_bytes0_, res_.bench_ns = now_ - bench_t0_;
+      if (bench_t0_ == 0 && res_.bytes >= sc_.bench_skip * m.size) bench_t0_ = now_, bench_bytes0_ = wire_bytes_;
+      if (bench_t0_ != 0) res_.bench_bytes = wire_bytes_ - bench_bytes0_, res_.bench_ns = now_ - bench_t0_;
       bench_over_ = c.r_test == c.msgs.size();
     }
     if (m.s_done) Finish(c, m, k);
