@@ -123,11 +123,15 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
             static_cast<unsigned long>(conn_id_), idx, l.name.c_str(), why.c_str(), live);
     obs_->OnFailover(idx, why, 0, 0, -1, 0, false);  // the receiver re-sends nothing and picks no survivor
   }
-  for (auto& o : links_) {  // tell the sender over a survivor
+  // Tell the sender over EVERY survivor, not one: a survivor may be dead too and not yet known so
+  // here (its notice is then lost), and the sender may be unable to see this link die by itself —
+  // a black hole that began while this side's window was closed leaves its bytes unsent, nothing in
+  // flight for its stall watchdog, and the link's chunks were never re-sent (found by tests/sim,
+  // swarm seed 1070612). Duplicates are harmless: the epoch makes a second notice stale.
+  for (auto& o : links_) {
     if (o.alive) {
       o.out.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
                             static_cast<uint64_t>(idx), 0, 0});
-      break;
     }
   }
 }

@@ -191,8 +191,8 @@ std::string Scenario::Describe() const {
   }
   for (const Fault& f : faults) {
     char b[200];
-    snprintf(b, sizeof(b), "  fault %s at %.3f ms for %.3f ms (-1: for good): rail %d dirs %d hosts %d delay %.3f ms comm %d side %d 1/%u period %.3f ms\n",
-             FaultName(f.kind), f.at / 1e6, f.dur >= kForever ? -1.0 : f.dur / 1e6, f.rail, f.dirs, f.hosts,
+    snprintf(b, sizeof(b), "  fault %s at %.3f ms for %.3f ms: rail %d dirs %d hosts %d delay %.3f ms comm %d side %d 1/%u period %.3f ms\n",
+             FaultName(f.kind), f.at / 1e6, f.dur >= kForever ? -1.0 : f.dur / 1e6 /* -1: for good */, f.rail, f.dirs, f.hosts,
              f.event_delay / 1e6, f.comm, f.side, f.den, f.period / 1e6);
     o << b;
   }

@@ -4,6 +4,8 @@
 // runs as the ctest SimSwarm (rerail-simnet --seeds).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "sim.h"
 
 namespace rr::sim {
@@ -175,6 +177,42 @@ TEST(Sim, RegressionIdleReceiverDeadlineAfterGiveUp) {
   Result r = sim::Run(sc, false);
   ExpectOk(r);
   EXPECT_GT(r.errors, 0u);
+}
+
+// Regression (swarm seed 1070612 at 5f0e2d5): the receiver told the sender about a link it dropped
+// (a link-down event on its host only) over ONE survivor, link 0, which was itself black-holed and
+// not yet known dead; the notice was lost and never repeated. The sender could not see the link die
+// by itself: the black hole began while the receiver's window was closed (NCCL had not polled it),
+// so its bytes waited unsent, nothing was in flight for the stall watchdog. The chunks on that link
+// were never re-sent: a hang with every other link working.
+TEST(Sim, RegressionLinkDownNoticeLostOnADeadLink) {
+  Scenario sc = Fabric(3, 1'000'000'000, 12, 512 << 10);
+  sc.core.chunk = 512 << 10;
+  sc.core.stall_ns = 100 * kMs;
+  sc.core.heartbeat_ns = 20 * kMs;
+  sc.core.giveup_ns = 10 * kSec;
+  sc.streams = 1;
+  sc.rcvbuf = 19052;  // windows close while the receiver is not polled
+  sc.safe_rail = 2;
+  Fault pause;
+  pause.kind = FaultKind::kPause;
+  pause.side = 1;
+  pause.at = 3 * kMs;
+  pause.dur = 27 * kMs;
+  Fault hole0;  // the primary: dead for good, no event anywhere
+  hole0.kind = FaultKind::kHole;
+  hole0.rail = 0;
+  hole0.at = 10 * kMs;
+  hole0.dur = kForever;
+  Fault down1 = hole0;  // dead for good, the event on the receiver's host only
+  down1.kind = FaultKind::kDown;
+  down1.rail = 1;
+  down1.hosts = 2;
+  sc.faults = {pause, hole0, down1};
+  sc.heal_at = 31 * kMs;
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);  // RERAIL_SIM_VERBOSE=1: trace
+  ExpectOk(r);
+  EXPECT_EQ(r.messages, 12u);
 }
 
 // Same seed, same path: the event trace's hash is identical across runs.

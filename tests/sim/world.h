@@ -36,9 +36,9 @@ namespace detail {
 enum Ev : uint8_t {
   kWireDone,     // a: wire, b: token; the wire finished serializing its current segment
   kArrive,       // a: stream, b: cumulative end: a segment reached the receiving kernel
-  kAck,          // a: stream, b: cumulative end: the transport acknowledgement reached the writer
+  kAck,          // a: stream, b: cumulative end, c: window edge: the transport ack reached the writer
   kFin,          // a: stream: the FIN reached the reader (nothing was left in flight)
-  kWindowKick,   // a: stream: a window update reached the writer
+  kWindowKick,   // a: stream, c: window edge: a window update reached the writer
   kPump,         // a: comm * 2 + side: run the endpoint's driver
   kConnectDone,  // a: comm, b: link << 32 | token: the SYN's answer (or its silence) is known
   kHello,        // a: incarnation: the link's hello reached the listener
@@ -56,6 +56,7 @@ struct Event {
   uint8_t kind = 0;
   int32_t a = 0;
   uint64_t b = 0;
+  uint64_t c = 0;  // kAck / kWindowKick: the reader's position the window update carries
 };
 struct Later {
   bool operator()(const Event& x, const Event& y) const { return x.t != y.t ? x.t > y.t : x.seq > y.seq; }
@@ -74,6 +75,8 @@ struct Stream {
   int idx = 0;
   bool ctl = false;  // receiver -> sender (control)
   uint64_t written = 0, sent = 0, arrived = 0, acked = 0, read = 0;
+  uint64_t known_read = 0;  // the reader's position as the writer last heard it (its window edge)
+  bool kick_pending = false;  // a window update is on its way (or held by a black hole)
   std::deque<FrameRec> frames;  // written, not fully read
   bool in_ready = false;   // queued on its wire
   bool win_blocked = false;
@@ -181,7 +184,7 @@ class World {
   Result Go();
 
   // ---- used by the drivers (world_drivers.cc) and the network (world_net.cc)
-  void Push(uint64_t t, uint8_t kind, int32_t a, uint64_t b = 0);
+  void Push(uint64_t t, uint8_t kind, int32_t a, uint64_t b = 0, uint64_t c = 0);
   void Violate(const std::string& what);
   bool violated() const { return !res_.ok; }
   void Trace(const char* fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -383,7 +383,10 @@ void World::SendReadControl(Comm& c) {
         Frame f = r.frames.front().hdr;
         r.read = r.frames.front().end;
         r.frames.pop_front();
-        if (r.win_blocked) r.win_blocked = false, Push(now_ + wires_[r.wire ^ 1].delay, detail::kWindowKick, in.rev);
+        if (r.win_blocked) {
+          r.win_blocked = false, r.kick_pending = true;
+          Push(now_ + wires_[r.wire ^ 1].delay, detail::kWindowKick, in.rev, 0, r.read);
+        }
         if (debug_ >= 1) {
           Trace("comm %d send: control type %d ack %" PRIu64 " credit %" PRIu64 " on link %d", c.id,
                 static_cast<int>(net::TypeOf(f)), f.seq, f.offset, l);
@@ -440,9 +443,10 @@ bool World::ReadStream(Comm& c, int link, int sid) {
   auto consume = [&](uint64_t upto) {
     if (upto <= s.read) return;
     s.read = upto;
-    if (s.win_blocked) {
+    if (s.win_blocked) {  // a window update travels back (and a black hole swallows it)
       s.win_blocked = false;
-      Push(now_ + wires_[s.wire ^ 1].delay, detail::kWindowKick, sid);
+      s.kick_pending = true;
+      Push(now_ + wires_[s.wire ^ 1].delay, detail::kWindowKick, sid, 0, s.read);
     }
   };
   while (c.rx[link] >= 0 && !s.frames.empty() && r.state() == net::ConnState::kActive) {

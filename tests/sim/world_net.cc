@@ -1,6 +1,7 @@
 // rerail-simnet: the fabric and the kernels — wires, streams, link incarnations, connects, faults,
 // and the event loop (sim.h describes the model).
 #include <algorithm>
+#include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -44,7 +45,7 @@ uint64_t Rng::LogUniform(uint64_t lo, uint64_t hi) {
   return std::min(hi, std::max(lo, v));
 }
 
-void World::Push(uint64_t t, uint8_t kind, int32_t a, uint64_t b) {
+void World::Push(uint64_t t, uint8_t kind, int32_t a, uint64_t b, uint64_t c) {
   Event e;
   e.t = t;
   // Same-time events are concurrent in reality: perturbed seeds order them at random.
@@ -52,6 +53,7 @@ void World::Push(uint64_t t, uint8_t kind, int32_t a, uint64_t b) {
   e.kind = kind;
   e.a = a;
   e.b = b;
+  e.c = c;
   q_.push(e);
 }
 
@@ -113,9 +115,16 @@ void World::WireKick(int wi) {
     Stream& s = streams_[sid];
     s.in_ready = false;
     if (s.reset || s.sent >= s.written) continue;
-    uint64_t win = s.sent - s.read;  // what the receiver's buffer holds or will hold
+    // The window as the writer knows it: a lost window update (black hole) keeps it closed.
+    uint64_t win = s.sent - std::min(s.known_read, s.sent);
     if (win >= sc_.rcvbuf) {
       s.win_blocked = true;
+      // The reader consumed past the last window edge the writer heard of: its kernel announces the
+      // opened window (a window update, lost in a black hole like any packet).
+      if (s.read > s.known_read && !s.kick_pending) {
+        s.kick_pending = true;
+        Push(now_ + wires_[wi ^ 1].delay, detail::kWindowKick, sid, 0, s.read);
+      }
       continue;
     }
     uint64_t n = std::min({sc_.quantum, s.written - s.sent, sc_.rcvbuf - win});
@@ -191,7 +200,7 @@ void World::Dead(int wi, int delta) {
   if (delta > 0 || w.dead > 0) return;
   std::vector<Event> held;
   held.swap(w.held);
-  for (size_t i = 0; i < held.size(); ++i) Push(now_ + w.delay + i, held[i].kind, held[i].a, held[i].b);
+  for (size_t i = 0; i < held.size(); ++i) Push(now_ + w.delay + i, held[i].kind, held[i].a, held[i].b, held[i].c);
   WireKick(wi);
 }
 
@@ -202,7 +211,7 @@ void World::OnArrive(const Event& e) {
   if (!s.ctl && e.b > s.arrived) wire_bytes_ += e.b - s.arrived;
   s.arrived = std::max(s.arrived, e.b);
   if (s.fin && s.arrived == s.written) s.fin_arrived = true;
-  Push(now_ + wires_[s.wire ^ 1].delay, detail::kAck, e.a, e.b);
+  Push(now_ + wires_[s.wire ^ 1].delay, detail::kAck, e.a, e.b, s.read);
   Wake(incs_[s.inc].comm, s.ctl ? 0 : 1, now_);
 }
 
@@ -211,6 +220,11 @@ void World::OnAck(const Event& e) {
   if (s.reset) return;
   if (wires_[s.wire ^ 1].dead > 0) return Hold(s.wire ^ 1, e);
   s.acked = std::max(s.acked, e.b);
+  if (e.c > s.known_read) {
+    s.known_read = e.c;
+    if (!s.in_ready && s.sent < s.written) s.in_ready = true, wires_[s.wire].ready.push_back(e.a);
+    WireKick(s.wire);
+  }
   Wake(incs_[s.inc].comm, s.ctl ? 1 : 0, now_);
 }
 
@@ -425,6 +439,19 @@ void World::FlapToggle(int fi, uint64_t n) {
 
 // Verbose runs end a violation with the state of every link incarnation and stream.
 void World::Dump() {
+  for (const auto& cp : comms_) {
+    const detail::Comm& c = *cp;
+    printf("comm %d: sends posted %zu tested %zu (core acked %" PRIu64 "/%" PRIu64 ", %s); receives posted %zu tested %zu (core %" PRIu64
+           "/%" PRIu64 ", %s)\n", c.id, c.s_post, c.s_test, c.send->acked(), c.send->posted(), net::ConnStateName(c.send->state()),
+           c.r_post, c.r_test, c.recv->completed(), c.recv->posted(), net::ConnStateName(c.recv->state()));
+    for (size_t k = c.r_test; k < c.r_post && k < c.r_test + 2; ++k) {
+      const detail::Msg& m = c.msgs[k];
+      size_t handed = 0;
+      for (uint8_t h : m.handed) handed += h > 0;
+      printf("  msg %zu: %" PRIu64 " bytes, chunks placed %" PRIu64 " handed out %zu of %zu, eager %d\n", k, m.size,
+             m.chunks_placed, handed, m.placed.size(), m.eager);
+    }
+  }
   for (size_t i = 0; i < incs_.size(); ++i) {
     const Inc& in = incs_[i];
     if (!in.tx_open && !in.rx_open) continue;
@@ -491,6 +518,8 @@ Result World::Go() {
           Hold(s.wire ^ 1, e);
           break;
         }
+        s.kick_pending = false;
+        s.known_read = std::max(s.known_read, e.c);
         if (!s.in_ready && s.sent < s.written) s.in_ready = true, wires_[s.wire].ready.push_back(e.a);
         WireKick(s.wire);
         break;
