@@ -179,7 +179,7 @@ TEST(Sim, RegressionIdleReceiverDeadlineAfterGiveUp) {
   EXPECT_GT(r.errors, 0u);
 }
 
-// Regression (swarm seed 1070612 at 5f0e2d5): the receiver told the sender about a link it dropped
+// Regression (swarm seed 1070612 at 6a038bc): the receiver told the sender about a link it dropped
 // (a link-down event on its host only) over ONE survivor, link 0, which was itself black-holed and
 // not yet known dead; the notice was lost and never repeated. The sender could not see the link die
 // by itself: the black hole began while the receiver's window was closed (NCCL had not polled it),
