@@ -202,6 +202,9 @@ uint64_t World::Bound(const Comm& c, const Msg& m, uint64_t t_end) const {
   for (uint64_t t : fault_times_) nfaults += t >= since && t <= t_end;
   uint64_t extra = 0;
   for (const Fault& f : sc_.faults) {
+    // A rail fault still on from before (a rail dead for good) keeps costing: probes, lost copies.
+    bool rail_fault = f.kind != FaultKind::kPause && f.kind != FaultKind::kReset;
+    if (rail_fault && f.at < since && f.at + f.dur > m.t_start && f.at <= t_end) ++nfaults;
     uint64_t a = std::max(f.at, m.t_start), b = std::min(f.at + f.dur, t_end);
     if (b <= a) continue;
     if (f.kind == FaultKind::kPause && f.comm == c.id) extra += b - a;
