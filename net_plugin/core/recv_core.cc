@@ -123,11 +123,15 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
             static_cast<unsigned long>(conn_id_), idx, l.name.c_str(), why.c_str(), live);
     obs_->OnFailover(idx, why, 0, 0, -1, 0, false);  // the receiver re-sends nothing and picks no survivor
   }
-  for (auto& o : links_) {  // tell the sender over a survivor
+  // Tell the sender over EVERY survivor, not one: a survivor may be dead too and not yet known so
+  // here (its notice is then lost), and the sender may be unable to see this link die by itself —
+  // a black hole that began while this side's window was closed leaves its bytes unsent, nothing in
+  // flight for its stall watchdog, and the link's chunks were never re-sent (found by tests/sim,
+  // swarm seed 1070612). Duplicates are harmless: the epoch makes a second notice stale.
+  for (auto& o : links_) {
     if (o.alive) {
       o.out.push_back(Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
                             static_cast<uint64_t>(idx), 0, 0});
-      break;
     }
   }
 }
@@ -390,7 +394,12 @@ uint64_t RecvCore::Deadline() const {
     if (!l.alive) continue;
     d = std::min(d, l.hb_now ? 0 : l.last_hb_ns + cfg_.heartbeat_ns);
   }
-  if (no_link_since_ns_ != 0) d = std::min(d, no_link_since_ns_ + cfg_.giveup_ns + 1);
+  // The give-up time matters only with a receive pending (Poll fails nothing otherwise): once it has
+  // passed, an idle comm would return a deadline in the past forever and a driver that sleeps until
+  // Deadline() would spin (found by tests/sim, seed 185). An Irecv is an input: Poll runs after it.
+  if (no_link_since_ns_ != 0 && tracker_.completed_prefix() != tracker_.posted()) {
+    d = std::min(d, no_link_since_ns_ + cfg_.giveup_ns + 1);
+  }
   return d;
 }
 
