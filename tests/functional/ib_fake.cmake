@@ -1,0 +1,8 @@
+# The IB transport over the fake libibverbs (tests/fakeverbs): no RDMA, no QEMU, seconds. The same
+# rerail code that runs over rxe in the guest (ib_rxe.cmake) loads libfakeverbs.so by RERAIL_IB_LIB.
+
+# Discovery: rerail-info lists both fake devices with their link layer, GID and 4x HDR speed; with
+# fake1's port down (FAKEVERBS_PORT_DOWN) only fake0 is kept.
+add_test(NAME ib_fake_discovery
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/fake_discovery.sh $<TARGET_FILE:rerail-info> $<TARGET_FILE:fakeverbs>)
+set_tests_properties(ib_fake_discovery PROPERTIES LABELS functional TIMEOUT 60)
