@@ -6,3 +6,10 @@
 add_test(NAME ib_fake_discovery
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/fake_discovery.sh $<TARGET_FILE:rerail-info> $<TARGET_FILE:fakeverbs>)
 set_tests_properties(ib_fake_discovery PROPERTIES LABELS functional TIMEOUT 60)
+
+# rerail's verbs objects (IbDevice/IbCq/IbMr/IbQp/MrCache/IbEventMonitor) over the fake: the very tests
+# the rxe guest runs (tests/functional/ib/verbs_rc_test.cc), none skipped.
+add_test(NAME ib_fake_verbs_rc COMMAND $<TARGET_FILE:test_ib_verbs_rc> --gtest_color=no)
+set_tests_properties(ib_fake_verbs_rc PROPERTIES LABELS functional TIMEOUT 60
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
