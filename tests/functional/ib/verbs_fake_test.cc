@@ -43,8 +43,9 @@ class FakeVerbs : public ::testing::Test {
     const VerbsLib& lib = VerbsLib::Default();
     ASSERT_TRUE(lib.loaded()) << lib.Describe();
     set_fault_ = FakeFn<int (*)(const char*, int, int)>(lib, "fakeverbs_set_fault");
+    set_port_ = FakeFn<int (*)(const char*, int, int)>(lib, "fakeverbs_set_port_state");
     fatal_ = FakeFn<int (*)(const char*)>(lib, "fakeverbs_device_fatal");
-    ASSERT_TRUE(set_fault_ && fatal_) << "not the fake verbs: " << lib.Describe();
+    ASSERT_TRUE(set_fault_ && set_port_ && fatal_) << "not the fake verbs: " << lib.Describe();
     IbOptions o;
     ASSERT_TRUE(IbOptions::FromParams(&o).ok());
     ASSERT_TRUE(DiscoverIb(lib, o, &disc_).ok());
@@ -96,6 +97,7 @@ class FakeVerbs : public ::testing::Test {
   uint64_t B(size_t off) const { return reinterpret_cast<uint64_t>(b_.data() + off); }
 
   int (*set_fault_)(const char*, int, int) = nullptr;
+  int (*set_port_)(const char*, int, int) = nullptr;
   int (*fatal_)(const char*) = nullptr;
   IbDiscovery disc_;
   std::unique_ptr<IbDevice> dev_[2];
@@ -248,7 +250,8 @@ TEST_F(FakeVerbs, KeysBoundsAndAccessAreChecked) {
     uint32_t len;
     int status;
   } cases[] = {
-      {"rkey of the other device's MR", ma_->lkey(), ma_->rkey(), B(0), 64, vx::kWcRemAccessErr},
+      {"rkey of the other device's MR", ma_->lkey(), ma_->rkey(), reinterpret_cast<uint64_t>(a_.data()), 64,
+       vx::kWcRemAccessErr},
       {"lkey used as rkey", ma_->lkey(), mb_->lkey(), B(0), 64, vx::kWcRemAccessErr},
       {"past the end of the MR", ma_->lkey(), mb_->rkey(), B(b_.size() - 32), 64, vx::kWcRemAccessErr},
       {"MR without REMOTE_WRITE", ma_->lkey(), ro->rkey(), B(8192), 64, vx::kWcRemAccessErr},
@@ -323,6 +326,36 @@ TEST_F(FakeVerbs, BlackHoleAndAckLoss) {
   EXPECT_EQ(r[0].status, vx::kWcSuccess);
   EXPECT_EQ(ntohl(r[0].imm_data), 6u);
   ASSERT_EQ(set_fault_(d1, 1, FAKEVERBS_FAULT_NONE), 0);
+}
+
+// A down port: WRs executed on it fail locally at once (LOC_QP_OP_ERR, as rxe does); WRs towards a down
+// remote port are retried until the dead-path time (RETRY_EXC_ERR); after the heal the pair reconnects.
+TEST_F(FakeVerbs, PortDownLocalAndRemote) {
+  QpOptions opt;
+  opt.timeout = 8;
+  opt.retry_cnt = 3;
+  Pair(0, 1, opt);
+  struct Case {
+    int down;
+    int status;
+  } cases[] = {{1, vx::kWcRetryExcErr}, {0, vx::kWcLocQpOpErr}, {-1, vx::kWcSuccess}};
+  for (const Case& c : cases) {
+    if (c.down >= 0) {
+      ASSERT_EQ(set_port_(disc_.ports[c.down].dev.c_str(), 1, 0), 0);
+    }
+    ASSERT_TRUE(x_->PostWrite(1, a_.data(), 64, ma_->lkey(), B(0), mb_->rkey(), false, 0, true).ok());
+    auto s = Wait(*cx_, 1);
+    ASSERT_EQ(s.size(), 1u) << "port " << c.down << " down";
+    EXPECT_EQ(s[0].status, c.status) << "port " << c.down << " down";
+    EXPECT_EQ(b_[0] != 0, c.status == vx::kWcSuccess) << "port " << c.down << " down";
+    if (c.down >= 0) {
+      ASSERT_EQ(set_port_(disc_.ports[c.down].dev.c_str(), 1, 1), 0);
+    }
+    ASSERT_TRUE(x_->Reset().ok());
+    ASSERT_TRUE(y_->Reset().ok());
+    ASSERT_TRUE(x_->Connect(y_->Endpoint()).ok());
+    ASSERT_TRUE(y_->Connect(x_->Endpoint()).ok());
+  }
 }
 
 TEST_F(FakeVerbs, DeviceFatal) {
