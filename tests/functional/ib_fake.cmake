@@ -24,3 +24,8 @@ add_test(NAME ib_fake_verbs_semantics COMMAND $<TARGET_FILE:test_ib_verbs_fake> 
 set_tests_properties(ib_fake_verbs_semantics PROPERTIES LABELS functional TIMEOUT 60
   ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=3"
   FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+# The same over an InfiniBand fabric (IbQp::Connect addresses the peer by LID instead of a GRH).
+add_test(NAME ib_fake_verbs_rc_infiniband COMMAND $<TARGET_FILE:test_ib_verbs_rc> --gtest_color=no)
+set_tests_properties(ib_fake_verbs_rc_infiniband PROPERTIES LABELS functional TIMEOUT 60
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_LINK_LAYER=ib"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
