@@ -12,7 +12,8 @@ set_tests_properties(ib_rxe_discovery PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RET
 # error completions and flush, Reset -> reconnect (failback), retry-exceeded, port down/up events, one
 # registration on two rails (MrCache), and a bandwidth figure.
 add_executable(test_ib_verbs_rc ${CMAKE_CURRENT_LIST_DIR}/ib/verbs_rc_test.cc)
-target_link_libraries(test_ib_verbs_rc PRIVATE rerail_ib GTest::gtest GTest::gtest_main Threads::Threads)
+target_link_libraries(test_ib_verbs_rc PRIVATE rerail_ib GTest::gtest GTest::gtest_main Threads::Threads ${CMAKE_DL_LIBS})
+add_dependencies(test_ib_verbs_rc fakeverbs)
 add_test(NAME ib_rxe_verbs_rc
          COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh --rails 2 --timeout 240 --with $<TARGET_FILE:test_ib_verbs_rc>
                  -- "$<TARGET_FILE:test_ib_verbs_rc> --gtest_color=no")

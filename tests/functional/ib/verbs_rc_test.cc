@@ -11,8 +11,11 @@
 //   * MrCache: one regMr registers the buffers on every rail (rxe0, rxe1); writes on each rail's QPs
 //     use that rail's keys from the one handle;
 //   * figures (printed, not asserted): write bandwidth, time to RETRY_EXC_ERR, event and error latency.
-// Without a device (this host's kernel has no RDMA) every test is skipped.
+// Without a device (this host's kernel has no RDMA) every test is skipped. The same tests run on the
+// host over the fake libibverbs (tests/fakeverbs, ctest ib_fake_verbs_rc): there the port is taken
+// down through the fake's control API instead of `ip link`.
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -40,6 +43,12 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kBuf = 8 << 20;
 constexpr int kAccess = vx::kAccessLocalWrite | vx::kAccessRemoteWrite | vx::kAccessRemoteRead;
+
+// "fake" over tests/fakeverbs, "rxe" over the guest's kernel stack: the figures say which.
+const char* Stack() {
+  const VerbsLib& lib = VerbsLib::Default();
+  return lib.path().find("fakeverbs") != std::string::npos ? "fake" : "rxe";
+}
 
 double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
@@ -198,7 +207,7 @@ TEST_F(VerbsRc, PeerInErrorGivesRetryExceeded) {
   auto t1 = Clock::now();
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].status, vx::kWcRetryExcErr) << WcStatusName(dev_->lib(), s[0].status);
-  std::printf("FIGURE rxe RETRY_EXC_ERR after %.0f ms (timeout 14 = 67 ms/try, retry_cnt 3)\n", Ms(t0, t1));
+  std::printf("FIGURE %s RETRY_EXC_ERR after %.0f ms (timeout 14 = 67 ms/try, retry_cnt 3)\n", Stack(), Ms(t0, t1));
   EXPECT_EQ(b_[0], 0) << "nothing landed in a QP in ERR";
 }
 
@@ -228,9 +237,32 @@ class EventLog {
   std::vector<IbEvent> ev_;
 };
 
+// Takes the port of `dev` down or up: through the fake's control API when the loaded library is
+// tests/fakeverbs, else `ip link set <netdev>` (root and a RoCE netdev needed: the rxe guest).
+class PortSwitch {
+ public:
+  explicit PortSwitch(const IbDevice& dev) : dev_(dev) {
+    void* h = dlopen(dev.lib().path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (h) fake_ = reinterpret_cast<int (*)(const char*, int, int)>(dlsym(h, "fakeverbs_set_port_state"));
+  }
+  bool usable() const {
+    return fake_ || (geteuid() == 0 && !dev_.port().netdev.empty() && access("/usr/bin/ip", X_OK) == 0);
+  }
+  std::string what() const { return fake_ ? "fakeverbs_set_port_state(" + dev_.port().dev + ")" : "ip link set " + dev_.port().netdev; }
+  bool Set(bool up) {
+    if (fake_) return fake_(dev_.port().dev.c_str(), dev_.port().port, up ? 1 : 0) == 0;
+    return std::system(("/usr/bin/ip link set " + dev_.port().netdev + (up ? " up" : " down")).c_str()) == 0;
+  }
+
+ private:
+  const IbDevice& dev_;
+  int (*fake_)(const char*, int, int) = nullptr;
+};
+
 TEST_F(VerbsRc, PortDownEventErrorsAndHeal) {
-  const std::string nd = dev_->port().netdev;
-  if (geteuid() != 0 || nd.empty() || access("/usr/bin/ip", X_OK) != 0) GTEST_SKIP() << "needs root, a RoCE netdev and ip";
+  PortSwitch sw(*dev_);
+  const std::string nd = sw.what();
+  if (!sw.usable()) GTEST_SKIP() << "needs root, a RoCE netdev and ip (or the fake verbs)";
   EventLog log;
   std::unique_ptr<IbEventMonitor> mon;
   ASSERT_TRUE(IbEventMonitor::Start({dev_.get()}, [&](const IbEvent& e) { log.Add(e); }, &mon).ok());
@@ -238,12 +270,12 @@ TEST_F(VerbsRc, PortDownEventErrorsAndHeal) {
 
   auto t0 = Clock::now();
   uint64_t t0ns = rr::NowNs();
-  ASSERT_EQ(std::system(("/usr/bin/ip link set " + nd + " down").c_str()), 0);
+  ASSERT_TRUE(sw.Set(false));
   IbEvent down;
   ASSERT_TRUE(log.WaitFor(IbEvent::Kind::kPortDown, port, 5000, &down)) << "no PORT_ERR within 5 s of " << nd << " down";
   EXPECT_EQ(down.dev, dev_->port().dev);
   EXPECT_EQ(down.type, vx::kEventPortErr);
-  std::printf("FIGURE rxe PORT_ERR event %.1f ms after 'ip link set %s down' (%s)\n", (down.at_ns - t0ns) / 1e6, nd.c_str(),
+  std::printf("FIGURE %s PORT_ERR event %.1f ms after '%s' down (%s)\n", Stack(), (down.at_ns - t0ns) / 1e6, nd.c_str(),
               down.name.c_str());
 
   // A write posted on the dead port completes in error (or is refused at post time).
@@ -254,17 +286,17 @@ TEST_F(VerbsRc, PortDownEventErrorsAndHeal) {
     auto s = Wait(*ca_, 1, 30000);
     ASSERT_EQ(s.size(), 1u);
     EXPECT_NE(s[0].status, vx::kWcSuccess) << "a write through a down port succeeded";
-    std::printf("FIGURE rxe write on a down port: %s after %.0f ms\n", WcStatusName(dev_->lib(), s[0].status).c_str(),
+    std::printf("FIGURE %s write on a down port: %s after %.0f ms\n", Stack(), WcStatusName(dev_->lib(), s[0].status).c_str(),
                 Ms(tp, Clock::now()));
   } else {
-    std::printf("FIGURE rxe write on a down port refused at post: %s\n", p.ToString().c_str());
+    std::printf("FIGURE %s write on a down port refused at post: %s\n", Stack(), p.ToString().c_str());
   }
 
   uint64_t tup = rr::NowNs();
-  ASSERT_EQ(std::system(("/usr/bin/ip link set " + nd + " up").c_str()), 0);
+  ASSERT_TRUE(sw.Set(true));
   IbEvent up;
   ASSERT_TRUE(log.WaitFor(IbEvent::Kind::kPortUp, port, 10000, &up)) << "no PORT_ACTIVE within 10 s of " << nd << " up";
-  std::printf("FIGURE rxe PORT_ACTIVE event %.1f ms after 'ip link set %s up'; down->up cycle %.0f ms\n",
+  std::printf("FIGURE %s PORT_ACTIVE event %.1f ms after '%s' up; down->up cycle %.0f ms\n", Stack(),
               (up.at_ns - tup) / 1e6, nd.c_str(), Ms(t0, Clock::now()));
   mon.reset();
 
@@ -338,7 +370,7 @@ TEST_F(VerbsRc, WriteBandwidthFigure) {
   }
   auto t1 = Clock::now();
   double mb = static_cast<double>(n) * chunk / 1e6;
-  std::printf("FIGURE rxe RDMA WRITE %d x 1 MiB loopback: %.1f MB/s (%.0f ms)\n", n, mb / (Ms(t0, t1) / 1e3), Ms(t0, t1));
+  std::printf("FIGURE %s RDMA WRITE %d x 1 MiB loopback: %.1f MB/s (%.0f ms)\n", Stack(), n, mb / (Ms(t0, t1) / 1e3), Ms(t0, t1));
   EXPECT_EQ(memcmp(b_.data(), a_.data(), 8 * chunk), 0);
 }
 

@@ -1,0 +1,31 @@
+# The IB transport over the fake libibverbs (tests/fakeverbs): no RDMA, no QEMU, seconds. The same
+# rerail code that runs over rxe in the guest (ib_rxe.cmake) loads libfakeverbs.so by RERAIL_IB_LIB.
+
+# Discovery: rerail-info lists both fake devices with their link layer, GID and 4x HDR speed; with
+# fake1's port down (FAKEVERBS_PORT_DOWN) only fake0 is kept.
+add_test(NAME ib_fake_discovery
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/fake_discovery.sh $<TARGET_FILE:rerail-info> $<TARGET_FILE:fakeverbs>)
+set_tests_properties(ib_fake_discovery PROPERTIES LABELS functional TIMEOUT 60)
+
+# rerail's verbs objects (IbDevice/IbCq/IbMr/IbQp/MrCache/IbEventMonitor) over the fake: the very tests
+# the rxe guest runs (tests/functional/ib/verbs_rc_test.cc), none skipped.
+add_test(NAME ib_fake_verbs_rc COMMAND $<TARGET_FILE:test_ib_verbs_rc> --gtest_color=no)
+set_tests_properties(ib_fake_verbs_rc PROPERTIES LABELS functional TIMEOUT 60
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+
+# What the fake enforces, rule by rule, each with a passing control case (verbs_fake_test.cc): QP masks,
+# post before RTS, send-queue occupancy, CQ overrun, wire-time order, RNR, keys/bounds/access, PSNs,
+# black hole, ack-only loss, device fatal (on fake2, hence three devices).
+add_executable(test_ib_verbs_fake ${CMAKE_CURRENT_LIST_DIR}/ib/verbs_fake_test.cc)
+target_link_libraries(test_ib_verbs_fake PRIVATE rerail_ib GTest::gtest GTest::gtest_main Threads::Threads ${CMAKE_DL_LIBS})
+add_dependencies(test_ib_verbs_fake fakeverbs)
+add_test(NAME ib_fake_verbs_semantics COMMAND $<TARGET_FILE:test_ib_verbs_fake> --gtest_color=no)
+set_tests_properties(ib_fake_verbs_semantics PROPERTIES LABELS functional TIMEOUT 60
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=3"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+# The same over an InfiniBand fabric (IbQp::Connect addresses the peer by LID instead of a GRH).
+add_test(NAME ib_fake_verbs_rc_infiniband COMMAND $<TARGET_FILE:test_ib_verbs_rc> --gtest_color=no)
+set_tests_properties(ib_fake_verbs_rc_infiniband PROPERTIES LABELS functional TIMEOUT 60
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_LINK_LAYER=ib"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
