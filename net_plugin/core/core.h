@@ -381,8 +381,6 @@ class SendCore final : public CoreBase {
   size_t eager_bytes_ = 0;         // bytes held in eager copies (bounded by cfg_.eager_pool)
   uint64_t setup_start_ns_ = 0;
   uint64_t next_sample_ns_ = 0;
-  uint64_t next_stall_check_ns_ = 0;
-  uint64_t next_report_ns_ = 0;
   uint64_t next_board_ns_ = 0;
   uint64_t last_observe_ns_ = 0;
   bool primary_degraded_ = false;  // failover policy: the primary is measurably slower than a survivor

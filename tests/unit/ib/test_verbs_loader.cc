@@ -49,12 +49,16 @@ TEST(VerbsLoader, ForeignVersionedLibraryIsBroken) {
   EXPECT_FALSE(lib->has_reg_dmabuf_mr());
 }
 
-// glibc's dlvsym accepts an unversioned definition for any version; such a library still has to carry
-// every required entry point, and the first one missing is named.
+// An unversioned library: glibc's dlvsym takes its definitions for any version when the object has no
+// version table at all (the plain build), and refuses them when it has one (a sanitizer build links a
+// versioned libc reference in). Either way it is broken: the first entry point missing is named, which is
+// ibv_get_device_name (the fixture lacks it) or, where nothing unversioned matches, ibv_get_device_list.
 TEST(VerbsLoader, IncompleteLibraryIsBroken) {
   auto lib = VerbsLib::Open(RERAIL_FAKE_UNVERSIONED_VERBS);
   EXPECT_EQ(lib->state(), VerbsLib::State::kBroken) << lib->Describe();
-  EXPECT_NE(lib->why().find("has no ibv_get_device_name@IBVERBS_1.1"), std::string::npos) << lib->why();
+  bool named = lib->why().find("has no ibv_get_device_name@IBVERBS_1.1") != std::string::npos ||
+               lib->why().find("has no ibv_get_device_list@IBVERBS_1.1") != std::string::npos;
+  EXPECT_TRUE(named) << lib->why();
   EXPECT_EQ(lib->get_device_list, nullptr) << "a broken library hands out no entry point";
   EXPECT_EQ(lib->free_device_list, nullptr);
 }
