@@ -142,6 +142,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
     }
+    // As RecvComm::Sync does after every core call: a link the core dropped on its own (a timer in Poll,
+    // a link-down notice, a protocol error) takes its half-read payloads with it, and a stash copy
+    // they pointed into may be gone.
+    for (int l = 0; l < kLinks; ++l) {
+      if (!core.alive(l))
+        for (auto& a : pending[l]) a = RxAction{};
+    }
   }
   return 0;
 }
