@@ -21,7 +21,6 @@ namespace rr::net {
 namespace {
 
 constexpr uint32_t kCtxMagic = 0x43545852u;
-constexpr uint32_t kMrMagic = 0x4d52524du;
 // Properties NCCL validates (reference §2.4): sizes in (0, 2^40]; NCCL caps a message at 1 GiB anyway.
 constexpr size_t kMaxMessageBytes = 1ull << 31;
 constexpr int kMaxComms = 65536;
@@ -34,8 +33,8 @@ struct Ctx {
   uint64_t comm_id = 0;  // registered with the tuner's health registry when non-zero
 };
 
+// A regMr handle; valid while it is in Plugin::mrs_ (membership, not a magic, identifies one).
 struct MemReg {
-  uint32_t magic = kMrMagic;
   void* data = nullptr;
   size_t size = 0;
   int type = 0;
@@ -43,7 +42,6 @@ struct MemReg {
 
 void FreeMemReg(MemReg* mr) {
   if (mr->type == RR_NCCL_PTR_CUDA) staging::GpuBuffers::Get().Remove(mr->data, mr->size);
-  mr->magic = 0;
   delete mr;
 }
 
@@ -64,8 +62,9 @@ Plugin* g_plugin = nullptr;  // set once by Get(); freed by FreeAtUnload when no
 }  // namespace
 
 Plugin& Plugin::Get() {
-  static Plugin* p = g_plugin = new Plugin();
-  return *p;
+  static const bool made = (g_plugin = new Plugin(), true);  // once, thread-safe
+  (void)made;
+  return *g_plugin;
 }
 
 // Library unload: dlclose, or exit() with the library still loaded. A Plugin whose every init was
