@@ -198,6 +198,7 @@ class World {
   void WireKick(int w);
   void WireDone(int w, uint64_t token);
   void SetRate(int w, uint64_t bps);
+  void Serialise(int w, uint64_t bytes);
   bool CanTake(int sid) const;
   void Write(int sid, const net::Frame& hdr, const uint8_t* payload);
   void SetFin(int sid);

@@ -132,11 +132,17 @@ void World::WireKick(int wi) {
     w.busy = true;
     w.cur = sid;
     w.cur_end = s.sent;
-    w.cur_start = now_;
-    w.cur_bytes = n;
-    w.cur_done = now_ + SerNs(w, n);
-    Push(w.cur_done, detail::kWireDone, wi, ++w.token);
+    Serialise(wi, n);
   }
+}
+
+// The wire starts putting `bytes` on the line now; a WireDone event fires when the last one is out.
+void World::Serialise(int wi, uint64_t bytes) {
+  Wire& w = wires_[wi];
+  w.cur_start = now_;
+  w.cur_bytes = bytes;
+  w.cur_done = now_ + SerNs(w, bytes);
+  Push(w.cur_done, detail::kWireDone, wi, ++w.token);
 }
 
 // A rate change acts within a packet, not a segment: the rest of the current segment goes at the new rate.
@@ -148,10 +154,7 @@ void World::SetRate(int wi, uint64_t bps) {
   if (!w.busy || w.cur_done <= now_) return;
   uint64_t left = static_cast<uint64_t>(static_cast<unsigned __int128>(w.cur_bytes) * (w.cur_done - now_) /
                                         std::max<uint64_t>(w.cur_done - w.cur_start, 1));
-  w.cur_start = now_;
-  w.cur_bytes = left;
-  w.cur_done = now_ + SerNs(w, left);
-  Push(w.cur_done, detail::kWireDone, wi, ++w.token);
+  Serialise(wi, left);
 }
 
 void World::WireDone(int wi, uint64_t token) {
