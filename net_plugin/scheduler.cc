@@ -92,7 +92,11 @@ double Scheduler::Ect(int link, size_t chunk, bool primary_eligible) const {
   if (link == 0 || !primary_eligible || Bw(0) < kSameSpeed * Bw(link)) return t;
   // A rail running dry is free capacity: it competes by completion time alone (a single channel
   // striped over every rail; the end of a collective, one channel still busy and the others done).
-  if (backlog < kStarveChunks * static_cast<int64_t>(chunk)) return t;
+  // Dry means little beyond what the path holds in flight (bandwidth x RTT): on a fast rail with a
+  // long RTT the in-flight bytes alone exceed two chunks (400 Gbit/s x 10 us = 500 KB), and a bare
+  // chunk count would feed the rail only at half its rate.
+  double bdp = Bw(link) * static_cast<double>(RttNs(link));
+  if (static_cast<double>(backlog) < bdp + static_cast<double>(kStarveChunks * static_cast<int64_t>(chunk))) return t;
   // Another rail about as fast as a working primary: only while the primary rail has carried
   // clearly more load for a while (two channels on one NIC, a failed rail's traffic) — a transient
   // difference is not worth the head-of-line waits of moving chunks.

@@ -298,7 +298,11 @@ class SendCore final : public CoreBase {
   void OnConnectFailed(uint64_t now, int link, const std::string& why);
   void OnLinkError(uint64_t now, int link, const std::string& why, bool peer_closed);
   void OnRail(uint64_t now, int rail, bool down);
-  bool SampleDue(uint64_t now) const { return now >= next_sample_ns_; }
+  // Samples are due every Scheduler::kReportNs, and sooner while the scheduler refused a chunk since
+  // the last one: a rail's backlog is counted up as bytes are written and only the sample counts it
+  // down, so a rail that drained in a fraction of kReportNs would look busy and sit idle (one comm
+  // on 4 x 1 Gbit/s: 0.74 of the link sum). Then every chunk's time on the fastest rail.
+  bool SampleDue(uint64_t now) const { return now >= SampleAt(); }
   void OnSamples(uint64_t now, const std::vector<LinkSample>& samples);  // one per link
 
   // ---- timers and outputs
@@ -352,6 +356,7 @@ class SendCore final : public CoreBase {
   };
 
   bool Eligible(const TxLink& l) const;
+  uint64_t SampleAt() const { return refused_ ? std::min(next_sample_ns_, last_sample_ns_ + fast_sample_ns_) : next_sample_ns_; }
   void SetState(int idx, LinkState to, const std::string& why);
   bool Stalled(const TxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }
   // How long a probe may go unanswered before it is replaced: the peer answers a new link at once
@@ -381,6 +386,9 @@ class SendCore final : public CoreBase {
   size_t eager_bytes_ = 0;         // bytes held in eager copies (bounded by cfg_.eager_pool)
   uint64_t setup_start_ns_ = 0;
   uint64_t next_sample_ns_ = 0;
+  uint64_t last_sample_ns_ = 0;
+  uint64_t fast_sample_ns_ = Scheduler::kReportNs;  // one chunk's time on the fastest usable rail
+  bool refused_ = false;           // the scheduler refused a chunk since the last sample
   uint64_t next_board_ns_ = 0;
   uint64_t last_observe_ns_ = 0;
   bool primary_degraded_ = false;  // failover policy: the primary is measurably slower than a survivor

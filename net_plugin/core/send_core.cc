@@ -175,6 +175,7 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     if (now != last_observe_ns_) sched_.Observe(now), last_observe_ns_ = now;
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
     if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
+      refused_ = true;
       return false;  // another rail would finish it sooner, or this one holds enough
     }
   }
@@ -354,6 +355,8 @@ void SendCore::OnRail(uint64_t now, int rail, bool down) {
 
 void SendCore::OnSamples(uint64_t now, const std::vector<LinkSample>& samples) {
   next_sample_ns_ = now + (links_.size() > 1 ? Scheduler::kReportNs : StallCheckNs(cfg_));
+  last_sample_ns_ = now;
+  refused_ = false;
   for (size_t i = 0; i < links_.size() && i < samples.size(); ++i) {
     TxLink& l = links_[i];
     if (!l.fsm.usable() || !samples[i].valid) {
@@ -373,6 +376,12 @@ void SendCore::OnSamples(uint64_t now, const std::vector<LinkSample>& samples) {
     }
   }
   if (links_.size() > 1 && state_ == ConnState::kActive) ReportDelivered(now, samples);
+  double fastest = 0;  // bytes per ns
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].fsm.usable()) fastest = std::max(fastest, sched_.BandwidthBps(static_cast<int>(i)) / 8e9);
+  }
+  fast_sample_ns_ = fastest > 0 ? std::min<uint64_t>(Scheduler::kReportNs, static_cast<uint64_t>(cfg_.chunk / fastest))
+                                : Scheduler::kReportNs;
 }
 
 // Failover policy: a primary measurably slower than a survivor (a port negotiated down, a congested
@@ -496,7 +505,7 @@ void SendCore::Poll(uint64_t now) {
 
 uint64_t SendCore::Deadline() const {
   if (state_ != ConnState::kActive) return UINT64_MAX;
-  uint64_t d = std::min(next_sample_ns_, next_board_ns_);
+  uint64_t d = std::min(SampleAt(), next_board_ns_);
   for (const auto& l : links_) {
     if (l.fsm.state() == LinkState::kFailed && !l.has_transport && !l.rail_down) d = std::min(d, l.retry_at_ns);
     if (l.fsm.state() == LinkState::kProbing && l.has_transport) d = std::min(d, l.probe_since_ns + ProbeTimeoutNs() + 1);

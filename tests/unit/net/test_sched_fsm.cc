@@ -83,6 +83,21 @@ TEST(Scheduler, ARailRunningDryTakesWorkFromABusyPrimary) {
   EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "the primary ran dry: it takes the work";
 }
 
+// "Running dry" is judged beyond the bytes the path holds in flight: a fast rail with a long round
+// trip has more than two chunks in flight at full rate, and a bare chunk count would feed it only
+// when half of its pipe was empty (one comm on 4 x 400 Gbit/s at 10 us: 0.74 of the link sum).
+TEST(Scheduler, ARailRunningDryCountsItsBandwidthDelayProduct) {
+  Scheduler s;
+  s.Reset({0, 1}, {400e9, 400e9}, nullptr);
+  Load(s, 0, 8 << 20);
+  Load(s, 1, 400 << 10);  // 400 KB written: less than 400 Gbit/s x 10 us (500 KB) in flight
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "no RTT known: 400 KB is more than two chunks";
+  s.OnRtt(1, 10'000);
+  EXPECT_TRUE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "less than its pipe holds: the rail is running dry";
+  s.OnWritten(1, 512 << 10);  // beyond the pipe plus two chunks
+  EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "full pipe and a queue: the primary keeps its chunks";
+}
+
 // The backlog cap covers the bandwidth-delay product: on a long rail a fixed time cap would keep fewer
 // bytes in flight than one round trip carries and hold the rail below its rate.
 TEST(Scheduler, TheBacklogCapGrowsWithTheRoundTrip) {
