@@ -269,6 +269,48 @@ TEST(Sim, DISABLED_OpenBlindSenderErrorsWithinGiveUpWhenEveryRailDies) {
   EXPECT_GT(r.errors, 0u);
 }
 
+// Regression (swarm seed 2166053): the sender's probe of a reset rail connected while NCCL left the
+// sender unpolled; a rail event then made it close the probe before its driver had seen it. The
+// simulated connection had already delivered its hellos, so the receiver took the probe's FIN,
+// arriving on its only live link, for the sender's exit and failed its pending receives. In
+// production the hellos leave only when TcpConnector::Poll hands the link to the core (the
+// simulator now does the same): a connection closed before that never reaches the peer's core.
+TEST(Sim, RegressionProbeClosedBeforeTheSenderSawIt) {
+  Scenario sc = Fabric(2, 1'000'000'000, 12, 512 << 10);
+  sc.mode = Mode::kTransient;
+  sc.streams = 1;
+  sc.core.stall_ns = 30 * kMs;
+  sc.core.heartbeat_ns = 10 * kMs;
+  sc.core.giveup_ns = kSec;
+  sc.core.backoff_min_ns = 300 * kMs;  // rail 0 stays down: rail 1's link is the only one
+  sc.core.backoff_max_ns = 300 * kMs;
+  Fault reset0;
+  reset0.kind = FaultKind::kReset;
+  reset0.rail = 0;
+  reset0.at = 3 * kMs;
+  Fault reset1 = reset0;
+  reset1.rail = 1;
+  reset1.at = 4 * kMs;
+  Fault ev = reset1;  // an event on the sender's host: it probes rail 1 again at once when it ends
+  ev.kind = FaultKind::kRailEvent;
+  ev.hosts = 1;
+  ev.at = 5 * kMs;
+  ev.dur = 100 * kUs;
+  Fault pause;  // NCCL leaves the sender unpolled: the probe connects meanwhile
+  pause.kind = FaultKind::kPause;
+  pause.side = 0;
+  pause.at = 5150 * kUs;  // the probe started at 5.1 ms and connects one round trip later
+  pause.dur = 10 * kMs;
+  Fault ev2 = ev;  // while unpolled: the sender closes the probe when it sees this
+  ev2.at = 12 * kMs;
+  sc.faults = {reset0, reset1, ev, pause, ev2};
+  sc.start_at = 0;
+  sc.heal_at = 20 * kMs;
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+  EXPECT_EQ(r.errors, 0u);
+}
+
 // Same seed, same path: the event trace's hash is identical across runs.
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;

@@ -310,8 +310,12 @@ bool World::SendSetup(Comm& c) {
   for (int l = 0; l < s.links(); ++l) {
     detail::TxDrv& t = c.tx[l];
     if (t.result == 1) {
+      // TcpConnector::Poll writes the hellos, in the same call that hands the link to the core: a
+      // connection the sender closes before its driver saw it never reaches the peer's core (seed
+      // 2166053: its EOF read as the sender's exit).
       t.result = 0;
       t.inc = t.new_inc;
+      Push(now_ + wires_[WireOf(incs_[t.inc].rail, c.spec.from)].delay, detail::kHello, t.inc);
       s.OnLinkUp(now_, l);
     } else if (t.result == 2) {
       t.result = 0;

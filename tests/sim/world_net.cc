@@ -305,9 +305,8 @@ void World::ConnectDone(int comm, int link, uint64_t token) {
     }
     t.result = 2, t.why = "connect: connection timed out";
   } else {
-    t.result = 1;
+    t.result = 1;  // the hellos go when the sender's driver sees the connection (SendSetup)
     t.new_inc = NewInc(comm, link, t.epoch);
-    Push(now_ + wires_[fwd].delay, detail::kHello, t.new_inc);
   }
   t.connecting = false;
   Wake(comm, 0, now_);
