@@ -237,14 +237,15 @@ TEST(Sim, RegressionLinkDownNoticeLostOnADeadLink) {
   EXPECT_EQ(r.messages, 12u);
 }
 
-// OPEN (swarm seeds 2032938, 2073082 at 20816ae; not fixed, a design question for the lead): every
-// rail dies for good while the receiver's window is closed (NCCL had not polled it), with a link
-// event on the receiver's host only. The sender's bytes wait unsent, nothing is in flight, its
-// heartbeats queue behind them: its stall watchdog never fires, no link stops "working", and its
-// pending sends never error — RERAIL_GIVEUP_MS is not honoured (TCP would abort the connection only
-// after minutes of unanswered zero-window probes). A fix must not fail links of a peer that is
-// merely unpolled (its window closes the same way). Enable once fixed.
-TEST(Sim, DISABLED_OpenBlindSenderErrorsWithinGiveUpWhenEveryRailDies) {
+// Swarm seeds 2032938, 2073082: every rail dies for good while the receiver's window is closed (NCCL
+// had not polled it), with a link event on the receiver's host only. The sender's bytes wait unsent,
+// nothing is in flight, its heartbeats queue behind them: its stall watchdog cannot fire, and no
+// application-level rule can tell this from a peer that is merely unpolled (its window closes the
+// same way, and it must not be failed). Decided: the transport ends it. Linux probes the closed
+// window and, with TCP_USER_TIMEOUT set (the plugin sets max(30 s, RERAIL_GIVEUP_MS)), aborts a
+// connection whose window stayed closed that long; the link fails and give-up runs from there. The
+// simulator models that abort (kZeroWindow); the bound is dead + 0.2 s + user timeout + give-up.
+TEST(Sim, BlindSenderErrorsWhenEveryRailDies) {
   Scenario sc = Fabric(2, 1'000'000'000, 12, 512 << 10);
   sc.mode = Mode::kAllDead;
   sc.streams = 1;

@@ -33,6 +33,8 @@ uint64_t Mix64(uint64_t x);
 
 namespace detail {
 
+constexpr uint64_t kZeroWindowProbeNs = 200'000'000;  // the first zero-window probe: one RTO (TCP_RTO_MIN)
+
 enum Ev : uint8_t {
   kWireDone,     // a: wire, b: token; the wire finished serializing its current segment
   kArrive,       // a: stream, b: cumulative end: a segment reached the receiving kernel
@@ -48,6 +50,7 @@ enum Ev : uint8_t {
   kRailEvent,    // a: host * 64 + rail, b: 1 down / 0 up
   kHeal,         // the chaos phase is over
   kKill,         // a: incarnation, b: 1 when the sender sees ECONNRESET: a closed socket's peer got an RST
+  kZeroWindow,   // a: stream, b: token: TCP_USER_TIMEOUT ran out with the window still closed
 };
 
 struct Event {
@@ -80,6 +83,8 @@ struct Stream {
   std::deque<FrameRec> frames;  // written, not fully read
   bool in_ready = false;   // queued on its wire
   bool win_blocked = false;
+  uint64_t zw_abort_at = 0;  // the writer's kernel aborts then if its window is still closed (0: open)
+  uint64_t zw_token = 0;
   bool fin = false;        // the writer closed after `written`
   bool fin_arrived = false;
   bool reset = false;
@@ -196,6 +201,7 @@ class World {
   int NewInc(int comm, int link, uint32_t epoch);
   uint64_t SerNs(detail::Wire& w, uint64_t bytes);
   void WireKick(int w);
+  uint64_t ZeroWindowLimit() const;
   void WireDone(int w, uint64_t token);
   void SetRate(int w, uint64_t bps);
   void Serialise(int w, uint64_t bytes);
@@ -265,6 +271,7 @@ class World {
   std::vector<uint64_t> fault_times_;    // starts, ends and flap toggles of rail faults
   std::vector<uint64_t> flap_prev_;      // per fault: last toggle state
   uint64_t limit_ = kForever;           // the run must be over by then
+  uint64_t user_timeout_ns_ = 0;        // TCP_USER_TIMEOUT as the plugin sets it: max(30 s, give-up)
   uint64_t rtt_max_ = 0;
   uint64_t rate_min_ = UINT64_MAX;
   int ndir_[2] = {0, 0};                // comms per direction

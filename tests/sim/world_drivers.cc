@@ -67,6 +67,7 @@ void Fill(uint8_t* p, size_t n, uint64_t key) {
 
 World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), perturb_(sc.seed ^ 0x7065727475726221ull) {
   now_ = 1000;
+  user_timeout_ns_ = std::max<uint64_t>(30 * kSec, sc_.core.giveup_ns);  // net_plugin/plugin.cc
   // RERAIL_SIM_DEBUG=1 (with --verbose): every frame and pump; 2: plus wires and scheduler state.
   const char* dbg = getenv("RERAIL_SIM_DEBUG");
   debug_ = verbose && dbg != nullptr ? atoi(dbg) : 0;

@@ -119,6 +119,14 @@ void World::WireKick(int wi) {
     uint64_t win = s.sent - std::min(s.known_read, s.sent);
     if (win >= sc_.rcvbuf) {
       s.win_blocked = true;
+      // Linux probes a closed window from one RTO on and, with TCP_USER_TIMEOUT set, aborts the
+      // connection once the window stayed closed that long after the first probe, answered or not
+      // (icsk_probes_tstamp, reset only when the window opens): what ends a sender whose peer's
+      // window was closed when every rail died (nothing in flight for the stall watchdog).
+      if (!s.ctl && s.zw_abort_at == 0) {
+        s.zw_abort_at = now_ + detail::kZeroWindowProbeNs + user_timeout_ns_;
+        Push(s.zw_abort_at, detail::kZeroWindow, sid, ++s.zw_token);
+      }
       // The reader consumed past the last window edge the writer heard of: its kernel announces the
       // opened window (a window update, lost in a black hole like any packet).
       if (s.read > s.known_read && !s.kick_pending) {
@@ -225,6 +233,8 @@ void World::OnAck(const Event& e) {
   s.acked = std::max(s.acked, e.b);
   if (e.c > s.known_read) {
     s.known_read = e.c;
+    s.zw_abort_at = 0;  // the window opened
+    ++s.zw_token;
     if (!s.in_ready && s.sent < s.written) s.in_ready = true, wires_[s.wire].ready.push_back(e.a);
     WireKick(s.wire);
   }
@@ -479,6 +489,18 @@ void World::Dump() {
   }
 }
 
+// Every rail dead (or the peer): a sender whose peer's window was closed has nothing in flight, and
+// only its kernel's zero-window abort ends its links (then give-up runs): the run's bound moves out
+// to the latest pending abort.
+uint64_t World::ZeroWindowLimit() const {
+  if (sc_.mode != Mode::kAllDead && sc_.mode != Mode::kDeath) return 0;
+  uint64_t t = 0;
+  for (const Stream& s : streams_) {
+    if (!s.reset && s.zw_abort_at != 0) t = std::max(t, s.zw_abort_at + sc_.core.giveup_ns + Recover());
+  }
+  return t;
+}
+
 Result World::Go() {
   while (!q_.empty() && res_.ok) {
     Event e = q_.top();
@@ -488,6 +510,7 @@ Result World::Go() {
       break;
     }
     now_ = e.t;
+    if (now_ > limit_ && ZeroWindowLimit() > now_) limit_ = ZeroWindowLimit();
     if (now_ > limit_) {
       CheckBounds(true);
       Violate("liveness: requests still pending at the run's bound");
@@ -521,6 +544,7 @@ Result World::Go() {
           break;
         }
         s.kick_pending = false;
+        if (e.c > s.known_read) s.zw_abort_at = 0, ++s.zw_token;  // the window opened
         s.known_read = std::max(s.known_read, e.c);
         if (!s.in_ready && s.sent < s.written) s.in_ready = true, wires_[s.wire].ready.push_back(e.a);
         WireKick(s.wire);
@@ -546,6 +570,17 @@ Result World::Go() {
       case detail::kFlapToggle: FlapToggle(e.a, e.b); break;
       case detail::kRailEvent: RailEvent(e.a / 64, e.a % 64, e.b != 0); break;
       case detail::kHeal: OnHeal(); break;
+      case detail::kZeroWindow: {
+        Stream& s = streams_[e.a];
+        if (s.reset || e.b != s.zw_token || s.zw_abort_at == 0) break;
+        Trace("inc %d stream %d: window closed for TCP_USER_TIMEOUT (%.0f s): the sender's kernel aborts", s.inc, s.idx,
+              static_cast<double>(user_timeout_ns_) / 1e9);
+        ResetInc(s.inc, false);
+        if (sc_.mode == Mode::kAllDead || sc_.mode == Mode::kDeath) {  // give-up runs from now
+          limit_ = std::max(limit_, now_ + sc_.core.giveup_ns + Recover());
+        }
+        break;
+      }
       case detail::kKill: {
         Inc& in = incs_[e.a];
         // An RST is a packet: a black hole swallows it (the connection then lives until the heal).
