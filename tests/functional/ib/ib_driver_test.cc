@@ -445,8 +445,11 @@ TEST_F(IbDriver, ResendAfterCompletionNeverWritesTheBuffer) {
   recv_->Release(m.slot);
   ASSERT_TRUE(StepUntil(5000, [&] {
     while (send_->NextCompletion(&c)) ++m.sent;
-    return m.sent == 1 && sd_->stats().resent > 0 && rd_->stats().discarded >= sd_->stats().resent;
-  })) << "sent " << m.sent << " resent " << sd_->stats().resent << " discarded " << rd_->stats().discarded;
+    return m.sent == 1;
+  }));
+  StepUntil(100, [] { return false; });  // every re-send reaches the receiver
+  EXPECT_GT(sd_->stats().resent, 0u);
+  EXPECT_GE(rd_->stats().discarded, sd_->stats().resent);
   Verify();
   EXPECT_TRUE(Warned("ib rail 1 failed (injected WC error)"));
   EXPECT_GT(rd_->stats().guarded, 0u);  // the receiver dropped link 1 (the fence) before the re-sends
