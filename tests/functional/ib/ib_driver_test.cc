@@ -455,4 +455,42 @@ TEST_F(IbDriver, ResendAfterCompletionNeverWritesTheBuffer) {
   EXPECT_GT(rd_->stats().guarded, 0u);  // the receiver dropped link 1 (the fence) before the re-sends
 }
 
+// Eager messages sent before their receives are posted land in bounce buffers, are stashed by the
+// core (kStash: copied into its own memory) and placed when the receives come.
+TEST_F(IbDriver, EagerBeforeIrecvIsStashed) {
+  CoreConfig cfg;
+  cfg.eager_max = 16384;
+  Start(cfg, 14);
+  Messages({1, 0, 4095, 16384});
+  ASSERT_TRUE(StepUntil(2000, [&] { return Healthy(0) && Healthy(1); }));
+  rr::net::Completion c;
+  for (auto& m : msgs_) {
+    bool posted = false;
+    ASSERT_TRUE(sd_->Isend(now_, src_.data() + m.off, m.size, sh_, &m, &posted).ok() && posted);
+  }
+  ASSERT_TRUE(StepUntil(2000, [&] {
+    while (send_->NextCompletion(&c)) ++static_cast<Msg*>(c.owner)->sent;
+    return recv_->stash_bytes() == 1 + 4095 + 16384;
+  })) << "stashed " << recv_->stash_bytes();
+  for (auto& m : msgs_) {
+    bool posted = false;
+    ASSERT_TRUE(rd_->Irecv(now_, dst_.data() + m.off, m.size, rh_, &m, &posted, &m.slot).ok() && posted);
+  }
+  size_t received = 0;
+  ASSERT_TRUE(StepUntil(2000, [&] {
+    while (rd_->NextCompletion(&c)) {
+      Msg& m = *static_cast<Msg*>(c.owner);
+      ++m.received, ++received;
+      m.recv_size = c.size;
+      m.bytes_ok = memcmp(dst_.data() + m.off, src_.data() + m.off, m.size) == 0;
+      memset(dst_.data() + m.off, kPoison, m.size);
+      recv_->Release(m.slot);
+    }
+    return received == msgs_.size();
+  }));
+  Verify();
+  EXPECT_EQ(recv_->stash_bytes(), 0u);
+  EXPECT_TRUE(g_warns.empty()) << g_warns.front();
+}
+
 }  // namespace
