@@ -40,3 +40,8 @@ add_test(NAME ib_fake_driver COMMAND $<TARGET_FILE:test_ib_driver> --gtest_color
 set_tests_properties(ib_fake_driver PROPERTIES LABELS functional TIMEOUT 120
   ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4"
   FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+# The same over InfiniBand addressing (LIDs instead of RoCE GRHs).
+add_test(NAME ib_fake_driver_infiniband COMMAND $<TARGET_FILE:test_ib_driver> --gtest_color=no)
+set_tests_properties(ib_fake_driver_infiniband PROPERTIES LABELS functional TIMEOUT 120
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;FAKEVERBS_LINK_LAYER=ib"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
