@@ -13,10 +13,11 @@ using net::RxTracker;
 namespace {
 constexpr uint32_t kHdr = sizeof(Frame);
 constexpr uint32_t kMaxChunk = 64u << 20;
+constexpr size_t kMaxLinks = 16;  // RecvCore's limit
 }  // namespace
 
 IbRecvDriver::IbRecvDriver(net::RecvCore* core, std::vector<IbDevice*> rails, const IbLinkConfig& cfg)
-    : core_(core), rails_(std::move(rails)), cfg_(cfg) {
+    : core_(core), rails_(std::move(rails)), cfg_(cfg), links_(kMaxLinks) {  // fixed: references stay valid
   if (cfg_.qp.max_recv < static_cast<uint32_t>(cfg_.recv_slots)) cfg_.qp.max_recv = static_cast<uint32_t>(cfg_.recv_slots);
   cfg_.stage_slots = 0;
   cfg_.stage_bytes = 0;
@@ -30,11 +31,10 @@ void IbRecvDriver::OnRailEvent(int rail, bool down) {
 }
 
 Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* answer) {
-  if (h.magic != kIbHelloMagic || h.version != 1 || h.link >= 16 || h.streams < 1 || h.streams > net::kMaxStreams ||
+  if (h.magic != kIbHelloMagic || h.version != 1 || h.link >= kMaxLinks || h.streams < 1 || h.streams > net::kMaxStreams ||
       h.peer_rail >= rails_.size() || h.chunk == 0 || h.chunk > kMaxChunk || h.conn_id != core_->conn_id()) {
     return Status::Remote("IB link handshake refused: bad hello");
   }
-  if (links_.size() <= h.link) links_.resize(h.link + 1u);
   Link& l = links_[h.link];
   if (l.ib && (l.rail != h.peer_rail || l.ib->streams() != h.streams || l.chunk != h.chunk)) l.ib.reset();
   l.up = false;
