@@ -29,6 +29,17 @@
 //    rkey in the handshake. The receiver publishes a CTS on every live link at Irecv, and re-publishes
 //    every posted, incomplete receive on a link when it (re)connects, before any ack on it: a credit
 //    learnt on a link is always preceded on that link by the CTS of every receive it covers.
+//
+// 4. Known limit (for the plugin wiring): SENDs need a posted receive, and a receive is re-posted only
+//    when the peer's driver runs (NCCL calls test()). RNR retry is 7 (forever), so nothing is lost, but
+//    a SEND waiting on an unpolled peer has bytes in flight that do not advance: the stall watchdog
+//    would take it for a black hole. Today that needs the peer unpolled for longer than its receive
+//    depth lasts: 64 control receives per link at the sender (the receiver's heartbeats, 5 per second
+//    per link: ~13 s of an idle send comm), 32 bounce receives per stream at the receiver (the sender's
+//    heartbeats while an eager send waits for its ack). The fix is a receive credit per stream carried
+//    back in a driver record on stream 0 (the sender posts a SEND only within the peer's credit), or
+//    NCCL's scheme: CTS and headers by RDMA WRITE into rings, WRITE_WITH_IMM only against receives
+//    posted by irecv.
 #pragma once
 
 #include <cstdint>
