@@ -1,5 +1,6 @@
 #include "transports/ib/ib_link.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace rr::ib {
@@ -53,6 +54,8 @@ void IbLink::ClearAccounting() {
     s.wrs.clear();
     s.next_id = 0;
     s.posted_bytes = s.done_bytes = s.acked_bytes = 0;
+    s.sends = s.credit = s.reposted = s.reported = 0;
+    s.granted = 0;
   }
   stage_free_.clear();
   for (int i = cfg_.stage_slots - 1; i >= 0; --i) stage_free_.push_back(i);
@@ -76,8 +79,9 @@ Status IbLink::Prepare() {
   return fresh ? Status::Ok() : Reset();
 }
 
-Status IbLink::Connect(const QpEndpoint* remote) {
+Status IbLink::Connect(const QpEndpoint* remote, uint32_t peer_slots) {
   RR_CHECK(Prepare());
+  for (auto& s : s_) s.credit = peer_slots;
   for (int i = 0; i < cfg_.streams; ++i) RR_CHECK(s_[i].qp->Connect(remote[i]));
   for (int i = 0; i < cfg_.recv_streams; ++i) {
     for (int k = 0; k < cfg_.recv_slots; ++k) RR_CHECK(PostRecvSlot(i, static_cast<uint32_t>(k)));
@@ -97,11 +101,47 @@ Status IbLink::PostRecvSlot(int stream, uint32_t slot) {
 
 Status IbLink::Repost(int stream, uint32_t slot) {
   if (!connected_) return Status::Ok();  // the next Connect posts every slot
-  return PostRecvSlot(stream, slot);
+  RR_CHECK(PostRecvSlot(stream, slot));
+  ++s_[stream].reposted;
+  return Status::Ok();
 }
 
+// Every frame has exactly one SEND; the stream's last credit is kept for IbCredit records.
 bool IbLink::Room(int stream, int wrs) const {
-  return connected_ && s_[stream].wrs.size() + static_cast<size_t>(wrs) <= cfg_.qp.max_send;
+  const Stream& s = s_[stream];
+  return connected_ && s.wrs.size() + static_cast<size_t>(wrs) <= cfg_.qp.max_send && s.sends + 1 < s.credit;
+}
+
+bool IbLink::CreditRoom() const {
+  const Stream& s = s_[0];
+  return connected_ && s.wrs.size() < cfg_.qp.max_send && s.sends < s.credit;
+}
+
+void IbLink::Grant(const IbCredit& c) {
+  for (int i = 0; i < cfg_.streams && i < c.streams; ++i) {
+    Stream& s = s_[i];
+    s.credit += static_cast<uint16_t>(c.posted[i] - s.granted);
+    s.granted = c.posted[i];
+  }
+}
+
+// A quarter of a stream's receives re-posted since the last report (ib_wire.h: not every one).
+bool IbLink::CreditDue() const {
+  uint64_t quarter = std::max(1, cfg_.recv_slots / 4);
+  for (int i = 0; i < cfg_.recv_streams; ++i) {
+    if (s_[i].reposted - s_[i].reported >= quarter) return true;
+  }
+  return false;
+}
+
+void IbLink::FillCredit(IbCredit* c) {
+  *c = IbCredit{};
+  c->magic = kCreditMagic;
+  c->streams = static_cast<uint16_t>(cfg_.recv_streams);
+  for (int i = 0; i < cfg_.recv_streams; ++i) {
+    c->posted[i] = static_cast<uint16_t>(s_[i].reposted);
+    s_[i].reported = s_[i].reposted;
+  }
 }
 
 int IbLink::PickStream(int wrs) {
@@ -131,7 +171,9 @@ Status IbLink::PostWrite(int stream, const void* laddr, uint32_t len, uint32_t l
 
 Status IbLink::PostInline(int stream, const void* data, uint32_t len) {
   uint64_t id = SendId(stream, s_[stream].next_id);
-  return Track(stream, id, len, -1, s_[stream].qp->PostSend(id, data, len, 0, true));
+  RR_CHECK(Track(stream, id, len, -1, s_[stream].qp->PostSend(id, data, len, 0, true)));
+  ++s_[stream].sends;
+  return Status::Ok();
 }
 
 uint8_t* IbLink::StageAlloc(int* slot) {
@@ -148,6 +190,7 @@ Status IbLink::PostStaged(int stream, int slot, uint32_t len) {
   const uint8_t* p = stage_mem_.data() + static_cast<size_t>(slot) * cfg_.stage_bytes;
   Status st = Track(stream, id, len, slot, s_[stream].qp->PostSend(id, p, len, stage_mr_->lkey(), false));
   if (!st.ok()) StageFree(slot);
+  else ++s_[stream].sends;
   return st;
 }
 

@@ -13,6 +13,10 @@
 //     through it, everything outstanding completes as a flush. Reset() returns the QPs to RESET (the
 //     verbs drop outstanding WRs and their completions: every slot and counter starts over) and bumps
 //     the generation, so a completion of the previous incarnation that was still queued is ignored.
+//   * Receive credits (ib_wire.h): Connect(remote, peer_slots) starts each stream's credit at the
+//     peer's receive count; Room() also requires a credit for the one SEND every frame has (keeping
+//     the last for IbCredit records); Grant() adds the peer's reported re-posts; CreditDue() /
+//     FillCredit() report this end's re-posts, CreditRoom() says whether the record may go.
 //   * Posting: Room(stream, wrs) says whether the send queue takes `wrs` more; every send WR is
 //     signalled, so each completes once (success, error or flush) and frees its slot, and its bytes
 //     count as acknowledged (success) or gone (otherwise). StageAlloc() lends a registered buffer for a
@@ -31,6 +35,7 @@
 #include "core/core.h"
 #include "transports/ib/ib_device.h"
 #include "transports/ib/ib_qp.h"
+#include "transports/ib/ib_wire.h"
 
 namespace rr::ib {
 
@@ -65,7 +70,8 @@ class IbLink {
   // RESET unless the QPs are there already: Endpoints() then hold the PSNs the next Connect uses.
   Status Prepare();
   void Endpoints(QpEndpoint* out) const;  // cfg.streams entries
-  Status Connect(const QpEndpoint* remote);
+  Status Connect(const QpEndpoint* remote, uint32_t peer_slots);
+  uint32_t recv_slots() const { return static_cast<uint32_t>(cfg_.recv_slots); }
   Status Reset();
   void Fail();
 
@@ -78,6 +84,12 @@ class IbLink {
   void StageFree(int slot);        // an allocated buffer that was not posted
   Status PostStaged(int stream, int slot, uint32_t len);
   int stage_free() const { return static_cast<int>(stage_free_.size()); }
+
+  // ---- receive credits
+  void Grant(const IbCredit& c);
+  bool CreditDue() const;
+  bool CreditRoom() const;  // stream 0 may take an IbCredit record now
+  void FillCredit(IbCredit* c);
 
   // ---- completions and receives
   Status Poll(std::vector<Event>* out);
@@ -98,6 +110,11 @@ class IbLink {
     std::deque<WrRecord> wrs;  // posted, not completed (completions come in posting order)
     uint64_t next_id = 0;
     uint64_t posted_bytes = 0, done_bytes = 0, acked_bytes = 0;
+    uint64_t sends = 0;          // SENDs posted (each consumes one of the peer's receives)
+    uint64_t credit = 0;         // receives the peer has posted for us: initial + reported re-posts
+    uint16_t granted = 0;        // the peer's last reported count (mod 2^16)
+    uint64_t reposted = 0;       // our receives re-posted since connect
+    uint64_t reported = 0;       // of which reported to the peer
   };
   IbLink(IbDevice& dev, const IbLinkConfig& cfg) : dev_(dev), cfg_(cfg) {}
   uint64_t SendId(int stream, uint64_t n) const;

@@ -52,7 +52,7 @@ Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* ans
     l.rail = h.peer_rail;
     l.chunk = h.chunk;
   }
-  RR_CHECK(l.ib->Connect(h.ep));  // receives are posted before the answer leaves
+  RR_CHECK(l.ib->Connect(h.ep, h.recv_slots));  // receives are posted before the answer leaves
   std::string name = "ib " + rails_[h.peer_rail]->port().name + " link " + std::to_string(h.link);
   if (!core_->OnLinkUp(now, h.link, h.epoch, h.peer_rail, h.streams, name)) {
     l.ib->Fail();
@@ -74,6 +74,7 @@ Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* ans
   answer->rail = h.peer_rail;
   answer->peer_rail = h.rail;
   answer->chunk = h.chunk;
+  answer->recv_slots = l.ib->recv_slots();
   l.ib->Endpoints(answer->ep);
   return Status::Ok();
 }
@@ -182,6 +183,12 @@ void IbRecvDriver::Progress(uint64_t now) {
 
 void IbRecvDriver::FlushOut(uint64_t now, int idx) {
   Link& l = links_[idx];
+  if (l.up && l.ib->CreditDue() && l.ib->CreditRoom()) {  // our bounce receives re-posted (ib_wire.h)
+    IbCredit c;
+    l.ib->FillCredit(&c);
+    Status st = l.ib->PostInline(0, &c, sizeof(c));
+    if (!st.ok()) return LinkError(now, idx, "post: " + st.message());
+  }
   while (l.up && !l.out.empty() && l.ib->Room(0, 1)) {
     Status st = l.ib->PostInline(0, l.out.front().bytes, l.out.front().len);
     if (!st.ok()) return LinkError(now, idx, "post: " + st.message());
@@ -191,6 +198,15 @@ void IbRecvDriver::FlushOut(uint64_t now, int idx) {
 
 void IbRecvDriver::OnRecv(uint64_t now, int idx, const IbLink::Event& ev) {
   Link& l = links_[idx];
+  if (ev.len == sizeof(IbCredit) && ev.stream == 0) {
+    IbCredit c;
+    memcpy(&c, ev.data, sizeof(c));
+    if (c.magic != kCreditMagic) return LinkError(now, idx, "protocol error: bad credit record");
+    l.ib->Grant(c);
+    Status st = l.ib->Repost(ev.stream, ev.slot);
+    if (!st.ok()) LinkError(now, idx, st.message());
+    return;
+  }
   Frame h;
   if (ev.len < kHdr) return LinkError(now, idx, "protocol error: message of " + std::to_string(ev.len) + " bytes");
   memcpy(&h, ev.data, kHdr);

@@ -82,7 +82,12 @@ void IbSendDriver::PollCompletions(uint64_t now) {
 
 void IbSendDriver::OnRecv(uint64_t now, int idx, const IbLink::Event& ev) {
   Link& l = links_[idx];
-  if (ev.len == sizeof(IbCts)) {
+  if (ev.len == sizeof(IbCredit)) {
+    IbCredit c;
+    memcpy(&c, ev.data, sizeof(c));
+    if (c.magic != kCreditMagic) return LinkError(now, idx, "protocol error: bad credit record");
+    l.ib->Grant(c);
+  } else if (ev.len == sizeof(IbCts)) {
     IbCts c;
     memcpy(&c, ev.data, sizeof(c));
     if (c.magic != kCtsMagic) return LinkError(now, idx, "protocol error: bad CTS record");
@@ -127,6 +132,7 @@ void IbSendDriver::Connect(uint64_t now, int idx, uint32_t epoch) {
     hello.rail = static_cast<uint8_t>(l.spec.rail);
     hello.peer_rail = static_cast<uint8_t>(l.spec.peer_rail);
     hello.chunk = chunk_;
+    hello.recv_slots = l.ib->recv_slots();
     l.ib->Endpoints(hello.ep);
     st = dialer_->Dial(now, hello, &answer);
   }
@@ -134,7 +140,7 @@ void IbSendDriver::Connect(uint64_t now, int idx, uint32_t epoch) {
                   answer.epoch != epoch || answer.rail >= kCtsRails)) {
     st = Status::Remote("bad handshake answer");
   }
-  if (st.ok()) st = l.ib->Connect(answer.ep);
+  if (st.ok()) st = l.ib->Connect(answer.ep, answer.recv_slots);
   if (!st.ok()) {
     if (l.ib) l.ib->Fail();
     core_->OnConnectFailed(now, idx, st.message());
@@ -210,6 +216,15 @@ void IbSendDriver::Push(uint64_t now) {
   for (size_t i = 0; i < links_.size(); ++i) {
     Link& l = links_[i];
     if (!l.up) continue;
+    if (l.ib->CreditDue() && l.ib->CreditRoom()) {  // our control receives re-posted (ib_wire.h)
+      IbCredit c;
+      l.ib->FillCredit(&c);
+      Status st = l.ib->PostInline(0, &c, sizeof(c));
+      if (!st.ok()) {
+        LinkError(now, static_cast<int>(i), "post: " + st.message());
+        continue;
+      }
+    }
     FlushFences(static_cast<int>(i));
     net::TxFrame tx;
     for (int s; l.up && (s = PickStream(l)) >= 0 && l.ib->stage_free() > 0 && core_->NextTx(now, static_cast<int>(i), &tx);) {

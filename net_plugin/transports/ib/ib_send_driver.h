@@ -14,7 +14,8 @@
 //     feeds completions (successful sends count as acknowledged bytes; a WC error other than a flush is
 //     OnLinkError; flushes after it are ignored), the receiver's CTS records and control frames; the
 //     second applies rail events (OnRail), samples, Poll, link commands and writes frames (NextTx) while
-//     a stream's send queue has room for a WRITE + its header and a staging buffer is free.
+//     a stream's send queue has room for a WRITE + its header, the peer has a receive credit for the
+//     header (ib_wire.h) and a staging buffer is free.
 //   * Fences: a chunk re-sent after link L failed must reach the receiver after the receiver dropped L
 //     (so its QPs are in ERR before the message completes and no late write of L can land after NCCL
 //     reuses the buffer, see IbRecvDriver). The driver therefore writes L's link-down notice on EVERY

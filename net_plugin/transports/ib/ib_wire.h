@@ -30,16 +30,18 @@
 //    every posted, incomplete receive on a link when it (re)connects, before any ack on it: a credit
 //    learnt on a link is always preceded on that link by the CTS of every receive it covers.
 //
-// 4. Known limit (for the plugin wiring): SENDs need a posted receive, and a receive is re-posted only
-//    when the peer's driver runs (NCCL calls test()). RNR retry is 7 (forever), so nothing is lost, but
-//    a SEND waiting on an unpolled peer has bytes in flight that do not advance: the stall watchdog
-//    would take it for a black hole. Today that needs the peer unpolled for longer than its receive
-//    depth lasts: 64 control receives per link at the sender (the receiver's heartbeats, 5 per second
-//    per link: ~13 s of an idle send comm), 32 bounce receives per stream at the receiver (the sender's
-//    heartbeats while an eager send waits for its ack). The fix is a receive credit per stream carried
-//    back in a driver record on stream 0 (the sender posts a SEND only within the peer's credit), or
-//    NCCL's scheme: CTS and headers by RDMA WRITE into rings, WRITE_WITH_IMM only against receives
-//    posted by irecv.
+// 4. Receive credits: a SEND needs a posted receive, and a receive is re-posted only when the peer's
+//    driver runs (NCCL calls test()). A SEND waiting for one (RNR) would have bytes in flight that do not
+//    advance while the peer is merely unpolled, and the stall watchdog would take that for a black hole.
+//    So each end posts a SEND on a stream only within the peer's credit: the receives it posted at
+//    connect (IbLinkHello::recv_slots) plus the re-posts it reported since in IbCredit records (48-byte
+//    inline SENDs on stream 0, cumulative counts per stream mod 2^16). The last credit of a stream is
+//    kept for IbCredit records, so two ends that both wait for credit can always tell each other. A
+//    record goes out once a quarter of a stream's receives were re-posted since the last one (not each:
+//    records consume receives too, and reporting those at once would never end). With the peer
+//    unpolled, everything posted is acknowledged by its HCA and nothing waits in flight; a black hole
+//    still leaves the last SENDs unacknowledged for the watchdog.
+
 #pragma once
 
 #include <cstdint>
@@ -52,6 +54,7 @@ namespace rr::ib {
 constexpr uint32_t kIbHelloMagic = 0x4c424952u;  // "RIBL"
 constexpr uint32_t kCtsMagic = 0x53544352u;      // "RCTS"
 constexpr int kCtsRails = 8;                     // receiver rails a CTS carries keys for
+constexpr uint32_t kCreditMagic = 0x52435252u;   // "RRCR"
 
 struct IbLinkHello {
   uint32_t magic;      // kIbHelloMagic
@@ -64,7 +67,7 @@ struct IbLinkHello {
   uint8_t peer_rail;   // sender -> receiver: which of the receiver's rails the link goes to
   uint16_t reserved;
   uint32_t chunk;      // the sender's chunk size (the receiver sizes its bounce buffers by it)
-  uint32_t reserved2;
+  uint32_t recv_slots; // receives the writer posts per receiving stream: the peer's first credit
   QpEndpoint ep[net::kMaxStreams];
 };
 static_assert(sizeof(IbLinkHello) == 32 + 32 * net::kMaxStreams, "IbLinkHello travels on the wire");
@@ -78,5 +81,14 @@ struct IbCts {
   uint32_t rkey[kCtsRails];  // by the receiver's rail index (IbLinkHello::rail of its answer)
 };
 static_assert(sizeof(IbCts) == 64, "IbCts is one inline SEND");
+
+struct IbCredit {
+  uint32_t magic;    // kCreditMagic
+  uint16_t streams;  // valid entries of posted
+  uint16_t reserved;
+  uint16_t posted[net::kMaxStreams];  // receives re-posted per stream since connect, mod 2^16
+  uint64_t reserved2;                 // pads to 48 bytes: no other message has that length
+};
+static_assert(sizeof(IbCredit) == 48, "IbCredit is one inline SEND");
 
 }  // namespace rr::ib

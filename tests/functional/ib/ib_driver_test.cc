@@ -144,7 +144,7 @@ class IbDriver : public ::testing::Test, public IbDialer {
   }
 
   // Builds both cores and drivers. qp: timeout / retry of every QP.
-  void Start(CoreConfig cfg, uint8_t qp_timeout, int streams = 2) {
+  void Start(CoreConfig cfg, uint8_t qp_timeout, int streams = 2, int recv_slots = 32) {
     cfg.chunk = kChunk;
     cfg.loads = nullptr;
     cfg_ = cfg;
@@ -155,7 +155,7 @@ class IbDriver : public ::testing::Test, public IbDialer {
     recv_ = std::make_unique<RecvCore>(cfg, 0x5eed, kChunk, &robs_);
     IbLinkConfig lc;
     lc.streams = streams;
-    lc.recv_slots = 32;
+    lc.recv_slots = recv_slots;
     lc.qp.max_send = 64;
     lc.qp.max_recv = 64;
     lc.qp.timeout = qp_timeout;
@@ -490,6 +490,54 @@ TEST_F(IbDriver, EagerBeforeIrecvIsStashed) {
   }));
   Verify();
   EXPECT_EQ(recv_->stash_bytes(), 0u);
+  EXPECT_TRUE(g_warns.empty()) << g_warns.front();
+}
+
+// An unpolled peer is not a black hole: with receive credits nothing waits for a receive the peer's
+// driver has not re-posted, so neither end's stall watchdog fires while the other one is not polled
+// for many times the stall time (heartbeats every 5 ms into 8 receives per stream / 64 per link).
+TEST_F(IbDriver, UnpolledPeerIsNotAStall) {
+  CoreConfig cfg;
+  cfg.eager_max = 16384;
+  cfg.stall_ns = 100 * kMs;
+  cfg.heartbeat_ns = 5 * kMs;
+  Start(cfg, 14, 2, 8);
+  Messages({100, 200, 300});
+  ASSERT_TRUE(StepUntil(2000, [&] { return Healthy(0) && Healthy(1); }));
+  for (auto& m : msgs_) {  // eager: the sender waits for their acks and sends heartbeats meanwhile
+    bool posted = false;
+    ASSERT_TRUE(sd_->Isend(now_, src_.data() + m.off, m.size, sh_, &m, &posted).ok() && posted);
+  }
+  auto run = [&](bool sender, bool receiver, uint64_t ms) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      now_ = std::max(now_ + 1, rr::NowNs());
+      if (sender) sd_->Progress(now_);
+      if (receiver) rd_->Progress(now_);
+    }
+  };
+  run(true, false, 600);  // the receiver's NCCL does not call test()
+  run(false, true, 600);  // the sender's does not
+  for (auto& m : msgs_) {
+    bool posted = false;
+    ASSERT_TRUE(rd_->Irecv(now_, dst_.data() + m.off, m.size, rh_, &m, &posted, &m.slot).ok() && posted);
+  }
+  rr::net::Completion c;
+  size_t received = 0;
+  ASSERT_TRUE(StepUntil(2000, [&] {
+    while (send_->NextCompletion(&c)) ++static_cast<Msg*>(c.owner)->sent;
+    while (rd_->NextCompletion(&c)) {
+      Msg& m = *static_cast<Msg*>(c.owner);
+      ++m.received, ++received;
+      m.recv_size = c.size;
+      m.bytes_ok = memcmp(dst_.data() + m.off, src_.data() + m.off, m.size) == 0;
+      memset(dst_.data() + m.off, kPoison, m.size);
+      recv_->Release(m.slot);
+    }
+    return received == msgs_.size() && send_->acked() == msgs_.size();
+  }));
+  Verify();
+  EXPECT_TRUE(sobs_.failovers.empty() && robs_.failovers.empty()) << sobs_.All() << robs_.All();
   EXPECT_TRUE(g_warns.empty()) << g_warns.front();
 }
 
