@@ -29,3 +29,19 @@ add_test(NAME ib_fake_verbs_rc_infiniband COMMAND $<TARGET_FILE:test_ib_verbs_rc
 set_tests_properties(ib_fake_verbs_rc_infiniband PROPERTIES LABELS functional TIMEOUT 60
   ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_LINK_LAYER=ib"
   FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+
+# The IB data path on the sans-I/O core (issue 12 stage 2): a SendCore and a RecvCore driven by the IB
+# drivers over 2 rails x 2 RC QPs of the fake, every size byte-checked, one failover per failure class
+# (WC error, port event, black hole, ack-only loss) and a re-send after completion (ib_driver_test.cc).
+add_executable(test_ib_driver ${CMAKE_CURRENT_LIST_DIR}/ib/ib_driver_test.cc)
+target_link_libraries(test_ib_driver PRIVATE rerail_ib_driver GTest::gtest GTest::gtest_main Threads::Threads ${CMAKE_DL_LIBS})
+add_dependencies(test_ib_driver fakeverbs)
+add_test(NAME ib_fake_driver COMMAND $<TARGET_FILE:test_ib_driver> --gtest_color=no)
+set_tests_properties(ib_fake_driver PROPERTIES LABELS functional TIMEOUT 120
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+# The same over InfiniBand addressing (LIDs instead of RoCE GRHs).
+add_test(NAME ib_fake_driver_infiniband COMMAND $<TARGET_FILE:test_ib_driver> --gtest_color=no)
+set_tests_properties(ib_fake_driver_infiniband PROPERTIES LABELS functional TIMEOUT 120
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;FAKEVERBS_LINK_LAYER=ib"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")

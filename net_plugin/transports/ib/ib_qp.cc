@@ -181,11 +181,25 @@ Status IbQp::PostRead(uint64_t wr_id, void* laddr, uint32_t len, uint32_t lkey, 
   return Post(&wr);
 }
 
-Status IbQp::PostRecv(uint64_t wr_id) {
+Status IbQp::PostSend(uint64_t wr_id, const void* laddr, uint32_t len, uint32_t lkey, bool inline_data) {
+  vx::Sge sge{reinterpret_cast<uint64_t>(laddr), len, lkey};
+  vx::SendWr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = len ? &sge : nullptr;
+  wr.num_sge = len ? 1 : 0;
+  wr.opcode = vx::kWrSend;
+  wr.send_flags = vx::kSendSignaled | (inline_data ? vx::kSendInline : 0u);
+  return Post(&wr);
+}
+
+Status IbQp::PostRecv(uint64_t wr_id) { return PostRecv(wr_id, nullptr, 0, 0); }
+
+Status IbQp::PostRecv(uint64_t wr_id, void* addr, uint32_t len, uint32_t lkey) {
+  vx::Sge sge{reinterpret_cast<uint64_t>(addr), len, lkey};
   vx::RecvWr wr{};
   wr.wr_id = wr_id;
-  wr.sg_list = nullptr;
-  wr.num_sge = 0;
+  wr.sg_list = len ? &sge : nullptr;
+  wr.num_sge = len ? 1 : 0;
   vx::RecvWr* bad = nullptr;
   int rc = Ops(qp_).post_recv(qp_, &wr, &bad);
   if (rc != 0)

@@ -77,6 +77,11 @@ class IbQp {
   // A zero-length receive for one WRITE_WITH_IMM notification (the QP must be connected: the verbs
   // refuse receives in RESET).
   Status PostRecv(uint64_t wr_id);
+  // SEND of [laddr, laddr+len) into the peer's next posted receive (always signalled). inline_data:
+  // copied at post time (len <= the device's max_inline), lkey unused.
+  Status PostSend(uint64_t wr_id, const void* laddr, uint32_t len, uint32_t lkey, bool inline_data);
+  // A receive of up to `len` bytes into [addr, addr+len) (registered under lkey) for one SEND.
+  Status PostRecv(uint64_t wr_id, void* addr, uint32_t len, uint32_t lkey);
 
  private:
   IbQp(IbDevice& dev, const QpOptions& opt) : dev_(dev), opt_(opt) {}

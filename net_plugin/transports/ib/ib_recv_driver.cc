@@ -1,0 +1,279 @@
+#include "transports/ib/ib_recv_driver.h"
+
+#include <cstring>
+
+#include "rerail/log.h"
+
+namespace rr::ib {
+
+using net::Frame;
+using net::RxAction;
+using net::RxTracker;
+
+namespace {
+constexpr uint32_t kHdr = sizeof(Frame);
+constexpr uint32_t kMaxChunk = 64u << 20;
+constexpr size_t kMaxLinks = 16;  // RecvCore's limit
+}  // namespace
+
+IbRecvDriver::IbRecvDriver(net::RecvCore* core, std::vector<IbDevice*> rails, const IbLinkConfig& cfg)
+    : core_(core), rails_(std::move(rails)), cfg_(cfg), links_(kMaxLinks) {  // fixed: references stay valid
+  if (cfg_.qp.max_recv < static_cast<uint32_t>(cfg_.recv_slots)) cfg_.qp.max_recv = static_cast<uint32_t>(cfg_.recv_slots);
+  cfg_.stage_slots = 0;
+  cfg_.stage_bytes = 0;
+}
+
+IbRecvDriver::~IbRecvDriver() = default;
+
+void IbRecvDriver::OnRailEvent(int rail, bool down) {
+  std::lock_guard<std::mutex> g(events_mu_);
+  events_.emplace_back(rail, down);
+}
+
+Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* answer) {
+  if (h.magic != kIbHelloMagic || h.version != 1 || h.link >= kMaxLinks || h.streams < 1 || h.streams > net::kMaxStreams ||
+      h.peer_rail >= rails_.size() || h.chunk == 0 || h.chunk > kMaxChunk || h.conn_id != core_->conn_id()) {
+    return Status::Remote("IB link handshake refused: bad hello");
+  }
+  Link& l = links_[h.link];
+  if (l.ib && (l.rail != h.peer_rail || l.ib->streams() != h.streams || l.chunk != h.chunk)) l.ib.reset();
+  l.up = false;
+  l.out.clear();
+  for (size_t i = 0; i < held_.size();) {
+    if (held_[i].link == h.link) held_.erase(held_.begin() + static_cast<long>(i));
+    else ++i;
+  }
+  if (!l.ib) {
+    IbLinkConfig c = cfg_;
+    c.streams = h.streams;
+    c.recv_streams = h.streams;
+    c.recv_bytes = kHdr + h.chunk;
+    RR_CHECK(IbLink::Create(*rails_[h.peer_rail], c, &l.ib));
+    l.rail = h.peer_rail;
+    l.chunk = h.chunk;
+  }
+  RR_CHECK(l.ib->Connect(h.ep, h.recv_slots));  // receives are posted before the answer leaves
+  std::string name = "ib " + rails_[h.peer_rail]->port().name + " link " + std::to_string(h.link);
+  if (!core_->OnLinkUp(now, h.link, h.epoch, h.peer_rail, h.streams, name)) {
+    l.ib->Fail();
+    return Status::Remote("IB link " + std::to_string(h.link) + " refused (stale epoch)");
+  }
+  l.up = true;
+  // Every posted receive's CTS goes first on the new link: the acks it will carry cover them.
+  for (uint64_t s = core_->completed(); s < core_->posted(); ++s) {
+    const RxBuf& r = rx_[s % RxTracker::kWindow];
+    if (r.seq == s) Queue(l, &r.cts, sizeof(r.cts));
+  }
+  *answer = IbLinkHello{};
+  answer->magic = kIbHelloMagic;
+  answer->version = 1;
+  answer->link = h.link;
+  answer->streams = h.streams;
+  answer->conn_id = h.conn_id;
+  answer->epoch = h.epoch;
+  answer->rail = h.peer_rail;
+  answer->peer_rail = h.rail;
+  answer->chunk = h.chunk;
+  answer->recv_slots = l.ib->recv_slots();
+  l.ib->Endpoints(answer->ep);
+  return Status::Ok();
+}
+
+Status IbRecvDriver::Irecv(uint64_t now, void* buf, size_t cap, const MrHandle* mh, void* owner, bool* posted,
+                           void** slot) {
+  *posted = false;
+  auto addr = reinterpret_cast<uintptr_t>(buf);
+  if (cap > 0 && (mh == nullptr || addr < mh->base || addr + cap > mh->base + mh->len))
+    return Status(Code::kInvalidUsage, "irecv buffer not registered");
+  uint64_t seq = core_->posted();
+  RR_CHECK(core_->Irecv(now, buf, cap, owner, posted, slot));
+  if (!*posted) return Status::Ok();
+  RxBuf& r = rx_[seq % RxTracker::kWindow];
+  r.seq = seq;
+  r.buf = static_cast<uint8_t*>(buf);
+  r.cap = cap;
+  r.cts = IbCts{};
+  r.cts.magic = kCtsMagic;
+  r.cts.seq = seq;
+  r.cts.addr = addr;
+  r.cts.cap = cap;
+  r.cts.rails = static_cast<uint32_t>(std::min<size_t>(rails_.size(), kCtsRails));
+  for (uint32_t k = 0; k < r.cts.rails && mh != nullptr && k < mh->keys.size(); ++k) r.cts.rkey[k] = mh->keys[k].rkey;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].up && core_->alive(static_cast<int>(i))) Queue(links_[i], &r.cts, sizeof(r.cts));
+  }
+  if (!held_.empty()) RetryHeld(now);
+  return Status::Ok();
+}
+
+void IbRecvDriver::Queue(Link& l, const void* p, uint32_t len) {
+  Out o{};
+  memcpy(o.bytes, p, len);
+  o.len = len;
+  l.out.push_back(o);
+}
+
+void IbRecvDriver::LinkError(uint64_t now, int idx, const std::string& why) {
+  if (!links_[idx].up) return;
+  core_->OnLinkError(now, idx, why, false);
+  Guard();
+}
+
+// The late-write guard (header): a link the core no longer has goes to ERR at once.
+void IbRecvDriver::Guard() {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    Link& l = links_[i];
+    if (!l.up || core_->alive(static_cast<int>(i))) continue;
+    l.ib->Fail();
+    l.up = false;
+    l.out.clear();
+    ++stats_.guarded;
+    for (size_t k = 0; k < held_.size();) {
+      if (held_[k].link == static_cast<int>(i)) held_.erase(held_.begin() + static_cast<long>(k));
+      else ++k;
+    }
+  }
+}
+
+void IbRecvDriver::Progress(uint64_t now) {
+  std::vector<std::pair<int, bool>> evs;
+  {
+    std::lock_guard<std::mutex> g(events_mu_);
+    evs.swap(events_);
+  }
+  for (const auto& [rail, down] : evs) core_->OnRail(now, rail, down);
+  Guard();
+  bool moved = false;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    Link& l = links_[i];
+    if (!l.ib) continue;
+    evs_.clear();
+    Status st = l.ib->Poll(&evs_);
+    if (!st.ok()) {
+      LinkError(now, static_cast<int>(i), st.message());
+      continue;
+    }
+    for (const IbLink::Event& ev : evs_) {
+      if (!l.up) break;  // dropped meanwhile: the rest are flushes or stale
+      if (ev.kind == IbLink::Event::kRecv) {
+        OnRecv(now, static_cast<int>(i), ev);
+        moved = true;
+      } else if (ev.kind != IbLink::Event::kSendOk && ev.status != vx::kWcWrFlushErr) {
+        ++stats_.wc_errors;
+        LinkError(now, static_cast<int>(i), "WC error " + l.ib->WcName(ev.status) + " on stream " + std::to_string(ev.stream));
+      }
+    }
+  }
+  if (core_->SampleDue(now)) {
+    std::vector<net::LinkSample> samples(static_cast<size_t>(core_->links()));
+    for (size_t i = 0; i < links_.size() && i < samples.size(); ++i) {
+      if (links_[i].up) samples[i] = links_[i].ib->Sample();
+    }
+    core_->OnSamples(now, samples);
+  }
+  core_->Poll(now, !moved);
+  Guard();
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (!links_[i].up) continue;
+    Frame f;
+    while (core_->NextControl(now, static_cast<int>(i), &f)) Queue(links_[i], &f, kHdr);
+    FlushOut(now, static_cast<int>(i));
+  }
+}
+
+void IbRecvDriver::FlushOut(uint64_t now, int idx) {
+  Link& l = links_[idx];
+  if (l.up && l.ib->CreditDue() && l.ib->CreditRoom()) {  // our bounce receives re-posted (ib_wire.h)
+    IbCredit c;
+    l.ib->FillCredit(&c);
+    Status st = l.ib->PostInline(0, &c, sizeof(c));
+    if (!st.ok()) return LinkError(now, idx, "post: " + st.message());
+  }
+  while (l.up && !l.out.empty() && l.ib->Room(0, 1)) {
+    Status st = l.ib->PostInline(0, l.out.front().bytes, l.out.front().len);
+    if (!st.ok()) return LinkError(now, idx, "post: " + st.message());
+    l.out.pop_front();
+  }
+}
+
+void IbRecvDriver::OnRecv(uint64_t now, int idx, const IbLink::Event& ev) {
+  Link& l = links_[idx];
+  if (ev.len == sizeof(IbCredit) && ev.stream == 0) {
+    IbCredit c;
+    memcpy(&c, ev.data, sizeof(c));
+    if (c.magic != kCreditMagic) return LinkError(now, idx, "protocol error: bad credit record");
+    l.ib->Grant(c);
+    Status st = l.ib->Repost(ev.stream, ev.slot);
+    if (!st.ok()) LinkError(now, idx, st.message());
+    return;
+  }
+  Frame h;
+  if (ev.len < kHdr) return LinkError(now, idx, "protocol error: message of " + std::to_string(ev.len) + " bytes");
+  memcpy(&h, ev.data, kHdr);
+  uint32_t extra = ev.len - kHdr;
+  if (extra != 0 && extra != h.len) return LinkError(now, idx, "protocol error: frame length mismatch");
+  if (!Deliver(now, idx, ev.stream, h, extra != 0 ? ev.data + kHdr : nullptr)) {
+    held_.push_back(Held{idx, ev.stream, ev.slot, h, ev.data + kHdr});
+    return;
+  }
+  Guard();  // the frame may have been a link-down notice
+  if (l.up) {
+    Status st = l.ib->Repost(ev.stream, ev.slot);
+    if (!st.ok()) LinkError(now, idx, st.message());
+  }
+}
+
+bool IbRecvDriver::Deliver(uint64_t now, int idx, int stream, const Frame& h, const uint8_t* payload) {
+  RxAction a = core_->OnFrame(now, idx, stream, h);
+  switch (a.kind) {
+    case RxAction::kPlace:
+    case RxAction::kStash:
+      if (payload != nullptr) {
+        memcpy(a.dst, payload, a.len);  // host memory; GPU buffers come with the staged path (#9)
+        ++stats_.placed_copied;
+      } else {
+        // Written by RDMA: it must be the posted buffer at the chunk's offset, as the CTS said.
+        const RxBuf& r = rx_[h.seq % RxTracker::kWindow];
+        uint8_t* landed = r.seq == h.seq ? r.buf + h.offset : nullptr;
+        if (a.kind == RxAction::kStash || a.dst != landed) {
+          (void)core_->Abort(Code::kInternalError, "chunk of message " + std::to_string(h.seq) + " at offset " +
+                                                       std::to_string(h.offset) + " was written elsewhere than placed");
+          return true;
+        }
+        ++stats_.placed_written;
+      }
+      core_->OnPayload(now, idx, stream);
+      return true;
+    case RxAction::kDiscard:
+      ++stats_.discarded;
+      core_->OnPayload(now, idx, stream);
+      return true;
+    case RxAction::kWait:
+      if (payload != nullptr) return false;
+      (void)core_->Abort(Code::kInternalError, "written chunk of message " + std::to_string(h.seq) + " with no receive");
+      return true;
+    default:
+      return true;
+  }
+}
+
+void IbRecvDriver::RetryHeld(uint64_t now) {
+  std::vector<Held> todo;
+  todo.swap(held_);
+  for (const Held& w : todo) {
+    if (!links_[w.link].up) continue;
+    if (!Deliver(now, w.link, w.stream, w.hdr, w.payload)) {
+      held_.push_back(w);
+      continue;
+    }
+    Guard();
+    if (links_[w.link].up) (void)links_[w.link].ib->Repost(w.stream, w.slot);
+  }
+}
+
+bool IbRecvDriver::NextCompletion(net::Completion* out) {
+  Guard();
+  return core_->NextCompletion(out);
+}
+
+}  // namespace rr::ib

@@ -1,0 +1,111 @@
+// rerail — the IB driver of a RecvCore (core.h "RDMA"): accepts the sender's links (IbLinkHello),
+// publishes every posted receive as an IbCts, turns received headers into OnFrame / OnPayload, and
+// writes the core's control frames. What travels is described in ib_wire.h.
+//
+// Contract
+//   * One driver per RecvCore, which it does not own; rails[r] is the receiver's device r (the index
+//     of its keys in MrHandle::keys and in IbCts::rkey).
+//   * Accept(hello) is the receiving end of the handshake (IbDialer): it (re)creates the link's QPs on
+//     the rail the sender asked for, connects them (RESET -> INIT -> RTR -> RTS, receives posted before
+//     the answer leaves), calls RecvCore::OnLinkUp and queues the CTS of every posted receive on the
+//     link, ahead of any control frame. A refused link (stale epoch, bad index) answers an error.
+//   * Irecv() wraps RecvCore::Irecv; a posted receive's CTS (address, size, rkey per rail) is queued on
+//     every live link, before the ack that will carry its credit (ib_wire.h).
+//   * Frames: a header whose payload was written by RDMA must be placed (kPlace) exactly where the
+//     sender wrote it — the posted buffer + offset — which the driver checks (a mismatch aborts the
+//     connection), or dropped (kDiscard: a duplicate, identical bytes). A frame carrying its payload is
+//     copied to action.dst (kPlace, kStash), dropped (kDiscard), or kept in its bounce buffer (kWait)
+//     and offered again after the next Irecv.
+//   * The late-write guard: whenever the core no longer has a link alive (its own error, a rail event,
+//     the stall watchdog, or the sender's link-down notice), the driver moves that link's QPs to ERR
+//     before any completion is handed out: NextCompletion() runs the guard first, so a message that had
+//     chunks on a failed link never reaches NCCL while an RDMA write of that link could still land in
+//     its buffer. (The sender's fences make the notice precede every re-sent chunk on the survivors.)
+//     Always take completions through NextCompletion(), never from the core directly.
+//   * Progress(now): one pass of core.h's loop: rail events, completions, samples, Poll(now, idle),
+//     the guard, control frames out. Thread-safety as IbSendDriver (OnRailEvent from any thread).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/core.h"
+#include "transports/ib/ib_link.h"
+#include "transports/ib/ib_mr_cache.h"
+#include "transports/ib/ib_wire.h"
+
+namespace rr::ib {
+
+class IbRecvDriver {
+ public:
+  // cfg: QP options and receive depth (recv_slots) of every link; buffer sizes follow the sender's chunk.
+  IbRecvDriver(net::RecvCore* core, std::vector<IbDevice*> rails, const IbLinkConfig& cfg);
+  ~IbRecvDriver();
+
+  Status Accept(uint64_t now, const IbLinkHello& hello, IbLinkHello* answer);
+  Status Irecv(uint64_t now, void* buf, size_t cap, const MrHandle* mh, void* owner, bool* posted, void** slot);
+  void OnRailEvent(int rail, bool down);
+  void Progress(uint64_t now);
+  bool NextCompletion(net::Completion* out);
+
+  struct Stats {
+    uint64_t placed_written = 0;  // headers of chunks the sender wrote in place
+    uint64_t placed_copied = 0;   // chunks copied from a bounce buffer (eager, re-sent)
+    uint64_t discarded = 0;       // duplicates dropped
+    uint64_t guarded = 0;         // links moved to ERR because the core dropped them
+    uint64_t wc_errors = 0;
+  };
+  const Stats& stats() const { return stats_; }
+  bool connected(int link) const { return link < static_cast<int>(links_.size()) && links_[link].up; }
+
+ private:
+  struct Out {
+    uint8_t bytes[sizeof(IbCts)];
+    uint32_t len;
+  };
+  struct Link {
+    std::unique_ptr<IbLink> ib;
+    int rail = -1;
+    uint32_t chunk = 0;
+    bool up = false;
+    std::deque<Out> out;  // CTS records and control frames, in order, for stream 0
+  };
+  struct RxBuf {
+    uint64_t seq = UINT64_MAX;
+    uint8_t* buf = nullptr;
+    size_t cap = 0;
+    IbCts cts{};
+  };
+  struct Held {  // a frame with its payload, waiting for its receive (kWait)
+    int link, stream;
+    uint32_t slot;
+    net::Frame hdr;
+    const uint8_t* payload;
+  };
+
+  void LinkError(uint64_t now, int idx, const std::string& why);
+  void OnRecv(uint64_t now, int idx, const IbLink::Event& ev);
+  // Handles one frame; false when it must stay in its bounce buffer (kWait).
+  bool Deliver(uint64_t now, int idx, int stream, const net::Frame& h, const uint8_t* payload);
+  void Guard();
+  void Queue(Link& l, const void* p, uint32_t len);
+  void FlushOut(uint64_t now, int idx);
+  void RetryHeld(uint64_t now);
+
+  net::RecvCore* core_;
+  std::vector<IbDevice*> rails_;
+  IbLinkConfig cfg_;
+  std::vector<Link> links_;
+  RxBuf rx_[net::RxTracker::kWindow];
+  std::vector<Held> held_;
+  std::mutex events_mu_;
+  std::vector<std::pair<int, bool>> events_;
+  std::vector<IbLink::Event> evs_;
+  Stats stats_;
+};
+
+}  // namespace rr::ib

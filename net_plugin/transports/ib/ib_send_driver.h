@@ -1,0 +1,126 @@
+// rerail — the IB driver of a SendCore (core.h "RDMA"): the core's frames go out as verbs work
+// requests on the links' RC QPs, completions and the receiver's control messages come back as inputs.
+// The IB counterpart of SendComm's TCP loop (send_comm.cc); what travels is described in ib_wire.h.
+//
+// Contract
+//   * One driver per SendCore, which it does not own; links[i] is the local device of the core's link i
+//     (rail = the index of that device in MrHandle::keys, peer_rail = the receiver's rail to dial). The
+//     core's kConnect runs the handshake through the IbDialer (synchronous here; the plugin will run it
+//     over the link's TCP bootstrap socket) and (re)creates the link's QPs: RESET -> INIT -> RTR -> RTS
+//     on both ends — the failback path is the same as the first connect. kClose moves its QPs to ERR.
+//   * Isend() wraps SendCore::Isend and remembers the buffer's registration (an MrHandle of the
+//     sender's MrCache over the same rails) for the RDMA writes of its chunks.
+//   * Progress(now) = PollCompletions(now) then Push(now): one pass of core.h's driver loop. The first
+//     feeds completions (successful sends count as acknowledged bytes; a WC error other than a flush is
+//     OnLinkError; flushes after it are ignored), the receiver's CTS records and control frames; the
+//     second applies rail events (OnRail), samples, Poll, link commands and writes frames (NextTx) while
+//     a stream's send queue has room for a WRITE + its header, the peer has a receive credit for the
+//     header (ib_wire.h) and a staging buffer is free.
+//   * Fences: a chunk re-sent after link L failed must reach the receiver after the receiver dropped L
+//     (so its QPs are in ERR before the message completes and no late write of L can land after NCCL
+//     reuses the buffer, see IbRecvDriver). The driver therefore writes L's link-down notice on EVERY
+//     stream of every usable link when L is closed, and on every stream of a link that (re)connects for
+//     every link then failed, before any other frame on that stream: RC orders each stream, the
+//     receiver's core drops L on the first notice, duplicates are stale by epoch.
+//   * Errors: a fresh chunk with no CTS or no registration aborts the connection (a protocol or usage
+//     bug, never a fault); a failed post fails the link. Inputs never throw.
+//   * Thread-safety: one thread drives the driver and its core (NCCL's progress thread), except
+//     OnRailEvent, which any thread may call (the IbEventMonitor's).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/core.h"
+#include "transports/ib/ib_link.h"
+#include "transports/ib/ib_mr_cache.h"
+#include "transports/ib/ib_wire.h"
+
+namespace rr::ib {
+
+// The handshake seam: delivers a sender's hello to the receiver's driver and returns its answer.
+class IbDialer {
+ public:
+  virtual ~IbDialer() = default;
+  virtual Status Dial(uint64_t now, const IbLinkHello& hello, IbLinkHello* answer) = 0;
+};
+
+struct IbSendLinkSpec {
+  IbDevice* dev = nullptr;  // the local device of the link (not owned; outlives the driver)
+  int rail = 0;             // its index in MrHandle::keys (and the core's LinkSpec::rail)
+  int peer_rail = 0;        // which of the receiver's rails the link connects to
+};
+
+class IbSendDriver {
+ public:
+  // cfg: streams and QP options of every link (recv/stage sizes are set by the driver).
+  IbSendDriver(net::SendCore* core, std::vector<IbSendLinkSpec> links, const IbLinkConfig& cfg, uint32_t chunk,
+               IbDialer* dialer);
+  ~IbSendDriver();
+
+  Status Isend(uint64_t now, const void* data, size_t size, const MrHandle* mh, void* owner, bool* posted);
+  void OnRailEvent(int rail, bool down);
+  void Progress(uint64_t now) {
+    PollCompletions(now);
+    Push(now);
+  }
+  void PollCompletions(uint64_t now);
+  void Push(uint64_t now);
+
+  // Counters for tests and logs.
+  struct Stats {
+    uint64_t written = 0;   // chunks written by RDMA WRITE (+ header SEND)
+    uint64_t staged = 0;    // chunks sent with their payload (eager or re-sent)
+    uint64_t resent = 0;    // of which re-sends
+    uint64_t wc_errors = 0; // send/receive completions with an error other than a flush
+    uint64_t connects = 0;  // successful (re)connects
+    uint64_t link_chunks[16] = {};  // data chunks written or sent per link
+  };
+  const Stats& stats() const { return stats_; }
+  bool connected(int link) const { return links_[link].up; }
+
+ private:
+  struct Link {
+    IbSendLinkSpec spec;
+    std::unique_ptr<IbLink> ib;
+    bool up = false;  // connected and not closed by the core
+    int peer_rail = 0;
+    std::vector<std::deque<net::Frame>> fence;  // notices to write first, per stream
+  };
+  struct TxBuf {
+    uint64_t seq = UINT64_MAX;
+    const uint8_t* data = nullptr;
+    size_t size = 0;
+    const MrHandle* mh = nullptr;
+  };
+
+  void DrainCommands(uint64_t now);
+  void Connect(uint64_t now, int idx, uint32_t epoch);
+  void Close(int idx, const net::Frame& notice);
+  void LinkError(uint64_t now, int idx, const std::string& why);
+  void OnRecv(uint64_t now, int idx, const IbLink::Event& ev);
+  bool FlushFences(int idx);
+  int PickStream(Link& l);
+  void Write(uint64_t now, int idx, int stream, const net::TxFrame& tx);
+  bool IsFresh(const net::Frame& h);
+  Status PostData(Link& l, int stream, const net::TxFrame& tx, bool fresh);
+
+  net::SendCore* core_;
+  std::vector<Link> links_;
+  IbLinkConfig cfg_;
+  uint32_t chunk_;
+  IbDialer* dialer_;
+  TxBuf tx_[net::RxTracker::kWindow];
+  IbCts cts_[net::RxTracker::kWindow]{};
+  uint64_t fresh_seq_ = 0, fresh_off_ = 0;  // the next chunk the core hands out for the first time
+  std::mutex events_mu_;
+  std::vector<std::pair<int, bool>> events_;
+  std::vector<IbLink::Event> evs_;  // scratch
+  Stats stats_;
+};
+
+}  // namespace rr::ib

@@ -1,0 +1,94 @@
+// rerail — what the IB transport exchanges besides the core's Frames (core.h "RDMA", issue 12).
+//
+// 1. IbLinkHello: one link's handshake, each way once per (re)connect. The sender's driver fills it on
+//    the core's kConnect (its QPs' endpoints, the link index and epoch); the receiver's driver answers
+//    with its own QPs and the rail it put the link on. Fixed layout, host byte order (both ends run the
+//    same code): today the two drivers of a test hand it over in-process (IbDialer); the plugin wiring
+//    will carry it over the link's TCP bootstrap socket unchanged.
+//
+// 2. Traffic on the QPs of one link (stream i = QP i on both ends, RC, in order per QP):
+//    sender -> receiver, on any stream:
+//      * fresh data chunk: RDMA WRITE of the payload at cts.addr + offset (rkey of the receiver's rail)
+//        then a 40-byte inline SEND of the Frame. RC executes them in order, so the receiver sees the
+//        header only after the bytes are in place (its receive completes after the WRITE's data).
+//      * a chunk with no usable CTS write: eager chunks (the payload is the core's copy, not NCCL's
+//        registered buffer) and every RE-SENT chunk: one SEND of Frame + payload into a bounce buffer;
+//        the receiver copies it to RecvCore's action.dst, or drops it (kDiscard). A re-send never
+//        writes into NCCL's buffer by RDMA: the receiver may have completed the message already (the
+//        chunk landed, only the transport's ack was lost) and NCCL may own the buffer again.
+//      * payload-less frames (heartbeats, link-down notices, zero-length chunks): a 40-byte inline SEND.
+//    receiver -> sender, on stream 0 only: 40-byte control Frames (acks + credits, heartbeats, link-down
+//      notices) and 64-byte IbCts records, each one inline SEND.
+//    The two are told apart by length: a receive of exactly sizeof(Frame) is a header (its payload, if
+//    any, was written); sizeof(Frame) + hdr.len carries its payload; sizeof(IbCts) with kCtsMagic is a CTS.
+//
+// 3. IbCts ("clear to send", NCCL net_ib's FIFO entry) — published by SEND, not by RDMA write into a
+//    sender-side ring: the receive of a SEND is an event the sender's progress already polls for, it
+//    is ordered on stream 0 with the ack that carries the credit (so the sender never holds a credit
+//    for a receive whose address it lacks), and a ring would need its own flow control and a second
+//    rkey in the handshake. The receiver publishes a CTS on every live link at Irecv, and re-publishes
+//    every posted, incomplete receive on a link when it (re)connects, before any ack on it: a credit
+//    learnt on a link is always preceded on that link by the CTS of every receive it covers.
+//
+// 4. Receive credits: a SEND needs a posted receive, and a receive is re-posted only when the peer's
+//    driver runs (NCCL calls test()). A SEND waiting for one (RNR) would have bytes in flight that do not
+//    advance while the peer is merely unpolled, and the stall watchdog would take that for a black hole.
+//    So each end posts a SEND on a stream only within the peer's credit: the receives it posted at
+//    connect (IbLinkHello::recv_slots) plus the re-posts it reported since in IbCredit records (48-byte
+//    inline SENDs on stream 0, cumulative counts per stream mod 2^16). The last credit of a stream is
+//    kept for IbCredit records, so two ends that both wait for credit can always tell each other. A
+//    record goes out once a quarter of a stream's receives were re-posted since the last one (not each:
+//    records consume receives too, and reporting those at once would never end). With the peer
+//    unpolled, everything posted is acknowledged by its HCA and nothing waits in flight; a black hole
+//    still leaves the last SENDs unacknowledged for the watchdog.
+
+#pragma once
+
+#include <cstdint>
+
+#include "wire.h"
+#include "transports/ib/ib_qp.h"
+
+namespace rr::ib {
+
+constexpr uint32_t kIbHelloMagic = 0x4c424952u;  // "RIBL"
+constexpr uint32_t kCtsMagic = 0x53544352u;      // "RCTS"
+constexpr int kCtsRails = 8;                     // receiver rails a CTS carries keys for
+constexpr uint32_t kCreditMagic = 0x52435252u;   // "RRCR"
+
+struct IbLinkHello {
+  uint32_t magic;      // kIbHelloMagic
+  uint16_t version;    // 1
+  uint8_t link;        // link index within the connection
+  uint8_t streams;     // QPs (1..kMaxStreams)
+  uint64_t conn_id;
+  uint32_t epoch;      // the link's epoch (sender -> receiver); echoed back
+  uint8_t rail;        // the writer's own rail (receiver's answer: the index of its rkey in an IbCts)
+  uint8_t peer_rail;   // sender -> receiver: which of the receiver's rails the link goes to
+  uint16_t reserved;
+  uint32_t chunk;      // the sender's chunk size (the receiver sizes its bounce buffers by it)
+  uint32_t recv_slots; // receives the writer posts per receiving stream: the peer's first credit
+  QpEndpoint ep[net::kMaxStreams];
+};
+static_assert(sizeof(IbLinkHello) == 32 + 32 * net::kMaxStreams, "IbLinkHello travels on the wire");
+
+struct IbCts {
+  uint32_t magic;   // kCtsMagic
+  uint32_t rails;   // valid entries of rkey
+  uint64_t seq;     // the message this receive is for
+  uint64_t addr;    // the posted buffer (the virtual address the MRs were registered with)
+  uint64_t cap;     // its size
+  uint32_t rkey[kCtsRails];  // by the receiver's rail index (IbLinkHello::rail of its answer)
+};
+static_assert(sizeof(IbCts) == 64, "IbCts is one inline SEND");
+
+struct IbCredit {
+  uint32_t magic;    // kCreditMagic
+  uint16_t streams;  // valid entries of posted
+  uint16_t reserved;
+  uint16_t posted[net::kMaxStreams];  // receives re-posted per stream since connect, mod 2^16
+  uint64_t reserved2;                 // pads to 48 bytes: no other message has that length
+};
+static_assert(sizeof(IbCredit) == 48, "IbCredit is one inline SEND");
+
+}  // namespace rr::ib
