@@ -346,8 +346,11 @@ TEST_F(IbDriver, FailoverOnWcError) {
     if (down && !up && received >= 120) set_port_("fake1", 1, 1), up = true;
   })) << sobs_.All();
   Verify();
-  EXPECT_TRUE(sobs_.Saw("WC error")) << sobs_.All();
-  EXPECT_TRUE(Warned("ib rail 1 failed (WC error"));
+  // Either end may see its WC error first: the receiver's CTS, credits and acks towards the dead
+  // port fail too (RETRY_EXC_ERR after the same 17 ms), and its notice can beat the sender's own
+  // completion on a slow or loaded machine (seen under TSan). The class under test is the WC error.
+  EXPECT_GT(sd_->stats().wc_errors + rd_->stats().wc_errors, 0u);
+  EXPECT_TRUE(sobs_.Saw("WC error") || robs_.Saw("WC error")) << sobs_.All() << robs_.All();
   EXPECT_GT(sd_->stats().resent, 0u);
   EXPECT_TRUE(StepUntil(5000, [&] { return Healthy(1); })) << "no failback";
   EXPECT_GE(sobs_.failbacks, 1);
@@ -373,8 +376,10 @@ TEST_F(IbDriver, FailoverOnPortEvent) {
   EXPECT_TRUE(robs_.Saw("link-down event")) << robs_.All();
   EXPECT_TRUE(Warned("(ib fake3 link 1) failed (link-down event)"));
   EXPECT_TRUE(sobs_.Saw("peer reported the link down")) << sobs_.All();
+  // The sender's WRs towards the dead port would need ~17 s to time out: the event failed the link.
+  // (The receiver's own posts on its down port may fail LOC_QP_OP_ERR before its monitor thread
+  // delivers the event on a loaded machine: that is not asserted either way.)
   EXPECT_EQ(sd_->stats().wc_errors, 0u);
-  EXPECT_EQ(rd_->stats().wc_errors, 0u);
   EXPECT_GT(rd_->stats().guarded, 0u);
   EXPECT_TRUE(StepUntil(5000, [&] { return Healthy(1); })) << "no failback";
 }
