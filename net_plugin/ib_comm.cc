@@ -1,0 +1,289 @@
+#include "ib_comm.h"
+
+#include <cstring>
+
+#include "rerail/clock.h"
+#include "rerail/log.h"
+#include "rerail/params.h"
+
+namespace rr::net {
+
+namespace {
+constexpr uint64_t kEagerLingerMs = 1000;
+
+std::vector<SendCore::LinkSpec> Specs(const IbContext& ib, const std::vector<ib::IbSendLinkSpec>& plan) {
+  std::vector<SendCore::LinkSpec> out;
+  for (const auto& p : plan) {
+    SendCore::LinkSpec s;
+    s.rail = p.rail;
+    s.nominal_bps = ib.info[p.rail].speed_mbps * 1e6;
+    s.name = "ib " + ib.info[p.rail].name + " to peer rail " + std::to_string(p.peer_rail);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+}  // namespace
+
+// ---- IbContext
+
+Status IbContext::Open(const ib::IbDiscovery& d, std::unique_ptr<IbContext>* out) {
+  if (d.ports.empty()) return Status::InvalidUsage("RERAIL_TRANSPORT=ib but no IB port is usable: " + d.why);
+  auto c = std::make_unique<IbContext>();
+  for (const ib::IbPort& p : d.ports) {
+    if (c->devs.size() == static_cast<size_t>(ib::kCtsRails)) break;  // an IbCts carries this many rkeys
+    std::unique_ptr<ib::IbDevice> dev;
+    RR_CHECK(ib::IbDevice::Open(ib::VerbsLib::Default(), p, &dev));
+    DeviceInfo info;
+    info.name = p.name;
+    info.pci_path = p.pci_path;
+    info.guid = p.guid ^ static_cast<uint64_t>(p.port);  // distinct per port of one HCA
+    info.speed_mbps = p.speed_mbps;
+    c->info.push_back(std::move(info));
+    c->devs.push_back(std::move(dev));
+  }
+  c->reg = std::make_unique<ib::VerbsRegistrar>(c->rails());
+  c->mrs = std::make_unique<ib::MrCache>(c->reg.get());
+  c->link.streams = 2;
+  c->link.recv_slots = 32;
+  c->link.qp.max_send = 64;
+  c->link.qp.max_recv = 64;
+  c->link.qp.timeout = static_cast<uint8_t>(Params::Int(ParamId::IbTimeout));
+  c->link.qp.retry_cnt = static_cast<uint8_t>(Params::Int(ParamId::IbRetryCnt));
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+std::vector<ib::IbDevice*> IbContext::rails() const {
+  std::vector<ib::IbDevice*> r;
+  for (const auto& d : devs) r.push_back(d.get());
+  return r;
+}
+
+// ---- IbBootstrap
+
+void IbBootstrap::Send(const ib::IbLinkHello& h) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&h);
+  out_.insert(out_.end(), p, p + sizeof(h));
+}
+
+Status IbBootstrap::Flush() {
+  while (out_done_ < out_.size()) {
+    iovec iov{out_.data() + out_done_, out_.size() - out_done_};
+    size_t n = 0;
+    int err = 0;
+    IoState st = link_->Writev(0, &iov, 1, &n, &err);
+    if (st == IoState::kAgain) return Status::Ok();
+    if (st == IoState::kClosed) return error_ = Status::Remote("IB bootstrap stream closed by the peer");
+    if (st == IoState::kError) return error_ = Status::System("IB bootstrap stream write", err);
+    out_done_ += n;
+  }
+  out_.clear();
+  out_done_ = 0;
+  return Status::Ok();
+}
+
+Status IbBootstrap::Next(ib::IbLinkHello* h, bool* got) {
+  *got = false;
+  RR_CHECK(error_);
+  RR_CHECK(Flush());
+  while (in_got_ < sizeof(in_)) {
+    size_t n = 0;
+    int err = 0;
+    IoState st = link_->Read(0, in_ + in_got_, sizeof(in_) - in_got_, &n, &err);
+    if (st == IoState::kAgain) return Status::Ok();
+    if (st == IoState::kClosed) return error_ = Status::Remote("IB bootstrap stream closed by the peer");
+    if (st == IoState::kError) return error_ = Status::System("IB bootstrap stream read", err);
+    in_got_ += n;
+  }
+  memcpy(h, in_, sizeof(*h));
+  in_got_ = 0;
+  *got = true;
+  return Status::Ok();
+}
+
+// ---- IbSendComm
+
+IbSendComm::IbSendComm(const ConnConfig& cfg, IbContext* ib, uint64_t conn_id, std::vector<ib::IbSendLinkSpec> plan,
+                       std::unique_ptr<Connector> boot)
+    : Comm(kIbSendCommMagic), cfg_(cfg), ib_(ib), plan_(std::move(plan)), connector_(std::move(boot)),
+      answers_(plan_.size()) {
+  conn_id_ = conn_id;
+}
+
+IbSendComm::~IbSendComm() {
+  if (!core_) return;
+  Deadline dl = Deadline::AfterMs(kEagerLingerMs);
+  while (core_->eager_bytes() > 0 && core_->state() == ConnState::kActive && core_->LiveLinks() > 0 && !dl.Expired()) {
+    if (!Progress().ok()) break;
+  }
+}
+
+Status IbSendComm::PollConnect(bool* ready) {
+  *ready = false;
+  if (!boot_) {
+    std::unique_ptr<Link> link;
+    RR_CHECK(connector_->Poll(&link));
+    if (!link) return Status::Ok();
+    connector_.reset();
+    boot_ = std::make_unique<IbBootstrap>(std::move(link));
+    core_ = std::make_unique<SendCore>(cfg_.core(), conn_id_, Specs(*ib_, plan_), static_cast<CoreObserver*>(this), NowNs());
+    drv_ = std::make_unique<ib::IbSendDriver>(core_.get(), plan_, ib_->link, cfg_.chunk,
+                                                 static_cast<ib::IbDialer*>(this));
+    RR_INFO(log::kFlagNet, "conn %016lx: IB bootstrap %s, %zu link(s)", static_cast<unsigned long>(conn_id_),
+            boot_->link().Describe().c_str(), plan_.size());
+  }
+  *ready = true;
+  return Progress();  // the first hellos go out now
+}
+
+Status IbSendComm::Dial(uint64_t /*now*/, const ib::IbLinkHello& hello, ib::IbLinkHello* /*answer*/, bool* answered) {
+  *answered = false;
+  boot_->Send(hello);
+  return Status::Ok();
+}
+
+Status IbSendComm::Poll(uint64_t /*now*/, int link, ib::IbLinkHello* answer, bool* answered) {
+  *answered = false;
+  for (bool got = true; got;) {
+    ib::IbLinkHello h;
+    RR_CHECK(boot_->Next(&h, &got));
+    if (!got) break;
+    if (h.link >= answers_.size()) return Status::Remote("IB handshake answer for unknown link " + std::to_string(h.link));
+    answers_[h.link].push_back(h);
+  }
+  if (answers_[link].empty()) return Status::Ok();
+  *answer = answers_[link].front();
+  answers_[link].pop_front();
+  *answered = true;
+  return Status::Ok();
+}
+
+Status IbSendComm::Progress() {
+  drv_->Progress(NowNs());
+  DrainCompletions(*core_);
+  return core_->status();
+}
+
+Status IbSendComm::Isend(const void* data, size_t size, ib::MrHandle* mh, Request** req) {
+  *req = nullptr;
+  if (core_->state() == ConnState::kFailed || core_->state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
+  if (mh == nullptr && size > 0) return Status::Internal("isend over IB without a memory registration (regMr)");
+  Request* r = pool_.Get(true);
+  if (r == nullptr) return Progress();
+  bool posted = false;
+  Status st = drv_->Isend(NowNs(), data, size, mh, r, &posted);
+  if (!st.ok() || !posted) {
+    pool_.Put(r);
+    return st.ok() ? Progress() : st;
+  }
+  r->seq = core_->posted() - 1;
+  r->size = size;
+  *req = r;
+  (void)Progress();  // a failure found here is reported by test() on this request
+  return Status::Ok();
+}
+
+Status IbSendComm::Test(Request* r, int* done, int* size) {
+  *done = 0;
+  if (r->seq == kSeqPostedAfterEnd) return EndedStatus(*core_, "isend after the receiver closed the connection");
+  if (r->state != ReqState::kDone) {
+    Status st = Progress();
+    if (!st.ok() && r->state != ReqState::kDone) return st;
+  }
+  if (r->state != ReqState::kDone) return Status::Ok();
+  *done = 1;
+  if (size != nullptr) *size = static_cast<int>(r->size);
+  pool_.Put(r);
+  return Status::Ok();
+}
+
+// ---- IbRecvComm
+
+IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot)
+    : Comm(kIbRecvCommMagic),
+      cfg_(cfg),
+      boot_(std::move(boot)),
+      core_(cfg.core(), boot_.link().identity().conn_id, boot_.link().identity().chunk_size, this),
+      drv_(&core_, ib->rails(), ib->link) {
+  conn_id_ = boot_.link().identity().conn_id;
+}
+
+// Answers every hello that arrived (a refusal = the hello back with magic 0), then one driver pass.
+Status IbRecvComm::Progress() {
+  uint64_t now = NowNs();
+  for (bool got = !boot_dead_; got;) {
+    ib::IbLinkHello h;
+    Status st = boot_.Next(&h, &got);
+    if (!st.ok()) {
+      // The sender's links are what the core judges; a dead bootstrap only ends re-connections.
+      RR_INFO(log::kFlagNet, "conn %016lx: %s", static_cast<unsigned long>(conn_id_), st.ToString().c_str());
+      boot_dead_ = true;
+      break;
+    }
+    if (!got) break;
+    ib::IbLinkHello answer{};
+    st = drv_.Accept(now, h, &answer);
+    if (!st.ok()) {
+      RR_WARN("conn %016lx: IB link %u (epoch %u) refused: %s", static_cast<unsigned long>(conn_id_), h.link, h.epoch,
+              st.ToString().c_str());
+      answer = h;
+      answer.magic = 0;
+    }
+    boot_.Send(answer);
+  }
+  drv_.Progress(now);
+  Completion c;
+  while (drv_.NextCompletion(&c)) {
+    auto* r = static_cast<Request*>(c.owner);
+    r->size = c.size;
+    r->state = ReqState::kDone;
+  }
+  return core_.status();
+}
+
+Status IbRecvComm::Irecv(void* data, size_t cap, ib::MrHandle* mh, Request** req) {
+  *req = nullptr;
+  if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, cap, req);
+  if (mh == nullptr && cap > 0) return Status::Internal("irecv over IB without a memory registration (regMr)");
+  Request* r = pool_.Get(false);
+  if (r == nullptr) return Status::Ok();
+  bool posted = false;
+  void* slot = nullptr;
+  Status st = drv_.Irecv(NowNs(), data, cap, mh, r, &posted, &slot);
+  if (!st.ok() || !posted) {
+    pool_.Put(r);
+    return st.ok() ? Progress() : st;
+  }
+  r->seq = core_.posted() - 1;
+  r->slot = slot;
+  *req = r;
+  (void)Progress();
+  return Status::Ok();
+}
+
+Status IbRecvComm::Test(Request* r, int* done, int* size) {
+  *done = 0;
+  if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "irecv after the connection ended");
+  if (r->state != ReqState::kDone) {
+    Status st = Progress();
+    if (!st.ok() && r->state != ReqState::kDone) return st;
+  }
+  if (r->state != ReqState::kDone) return Status::Ok();
+  *done = 1;
+  if (size != nullptr) *size = static_cast<int>(r->size);
+  core_.Release(r->slot);
+  pool_.Put(r);
+  return Status::Ok();
+}
+
+// ---- IbListenComm
+
+Status IbListenComm::Accept(std::unique_ptr<IbRecvComm>* out) {
+  std::unique_ptr<Link> link;
+  RR_CHECK(listener_->Poll(&link));
+  if (!link) return Status::Ok();
+  *out = std::make_unique<IbRecvComm>(cfg_, ib_, std::move(link));
+  return Status::Ok();
+}
+
+}  // namespace rr::net

@@ -1,0 +1,215 @@
+// RERAIL_TRANSPORT=ib through the plugin's ABI (issue 12 stage 3): libnccl-net-rerail.so dlopened as
+// NCCL does (tools/netdrv), one listener and one sender in this process over the fake libibverbs (one
+// process = one fabric): listen / connect / accept with the IB link handshakes on the TCP bootstrap
+// stream, regMr on every rail, isend / irecv / test of every size with the bytes checked, then a
+// failover through the plugin (the sender's primary port goes down mid-stream).
+// Needs RERAIL_TRANSPORT=ib, RERAIL_IB_LIB=<libfakeverbs.so>, FAKEVERBS_DEVICES=4 (ctest ib_fake_plugin).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "net_loader.h"
+
+namespace {
+
+using rr::netdrv::NetPlugin;
+
+std::mutex g_mu;
+std::vector<std::string> g_warns, g_infos;
+
+void Logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  std::lock_guard<std::mutex> g(g_mu);
+  (level == 2 ? g_warns : g_infos).push_back(buf);  // 2: NCCL_LOG_WARN
+}
+
+bool Logged(const std::vector<std::string>& lines, const std::string& what) {
+  std::lock_guard<std::mutex> g(g_mu);
+  for (const auto& l : lines) {
+    if (l.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+uint8_t Pattern(size_t m, size_t i) { return static_cast<uint8_t>(m * 131 + i * 7 + (i >> 9) + 1); }
+
+class IbPlugin : public ::testing::Test {
+ protected:
+  static constexpr int kSendDev = 0, kListenDev = 2;
+
+  void SetUp() override {
+    std::string err;
+    net_ = NetPlugin::Open(RERAIL_NET_PLUGIN_PATH, &err);
+    ASSERT_TRUE(net_) << err;
+    ASSERT_EQ(net_->Init(&ctx_, 0x1b, Logger, nullptr), 0) << Warns();
+    int ndev = 0;
+    ASSERT_EQ(net_->Devices(&ndev), 0);
+    ASSERT_EQ(ndev, 4) << "RERAIL_TRANSPORT=ib offers the 4 fake ports";
+    for (int d = 0; d < ndev; ++d) {
+      rrNcclNetProperties_v12_t p{};
+      ASSERT_EQ(net_->GetProperties(d, &p), 0);
+      EXPECT_EQ(std::string(p.name), "fake" + std::to_string(d));
+    }
+    char handle[RR_NCCL_NET_HANDLE_MAXSIZE] = {};
+    ASSERT_EQ(net_->Listen(ctx_, kListenDev, handle, &lc_), 0) << Warns();
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((sc_ == nullptr || rc_ == nullptr) && std::chrono::steady_clock::now() < end) {
+      if (sc_ == nullptr) {
+        ASSERT_EQ(net_->Connect(ctx_, kSendDev, handle, &sc_), 0) << Warns();
+      }
+      if (rc_ == nullptr) {
+        ASSERT_EQ(net_->Accept(lc_, &rc_), 0) << Warns();
+      }
+    }
+    ASSERT_TRUE(sc_ && rc_) << "connect/accept did not complete";
+    src_.assign(kArena, 0);
+    dst_.assign(kArena, 0x11);
+    ASSERT_EQ(net_->RegMr(sc_, src_.data(), src_.size(), RR_NCCL_PTR_HOST, &smh_), 0) << Warns();
+    ASSERT_EQ(net_->RegMr(rc_, dst_.data(), dst_.size(), RR_NCCL_PTR_HOST, &rmh_), 0) << Warns();
+  }
+
+  void TearDown() override {
+    if (!net_) return;
+    if (smh_) {
+      EXPECT_EQ(net_->DeregMr(sc_, smh_), 0);
+    }
+    if (rmh_) {
+      EXPECT_EQ(net_->DeregMr(rc_, rmh_), 0);
+    }
+    if (sc_) {
+      EXPECT_EQ(net_->CloseSend(sc_), 0);
+    }
+    if (rc_) {
+      EXPECT_EQ(net_->CloseRecv(rc_), 0);
+    }
+    if (lc_) {
+      EXPECT_EQ(net_->CloseListen(lc_), 0);
+    }
+    EXPECT_EQ(net_->Finalize(ctx_), 0);
+  }
+
+  static std::string Warns() {
+    std::lock_guard<std::mutex> g(g_mu);
+    std::string s;
+    for (const auto& w : g_warns) s += "[" + w + "] ";
+    return s;
+  }
+
+  struct Msg {
+    size_t size, off;
+    void *sreq = nullptr, *rreq = nullptr;
+    bool sent = false, received = false;
+    int got = -1;
+  };
+
+  // Posts every message (as many at once as the plugin takes, NCCL-like), tests until all completed
+  // on both sides or `ms` passed, then checks sizes and bytes. hook(received): faults.
+  void Exchange(const std::vector<size_t>& sizes, int ms, const std::function<void(int)>& hook = nullptr) {
+    std::vector<Msg> msgs;
+    size_t off = 0;
+    for (size_t s : sizes) {
+      msgs.push_back(Msg{s, off});
+      off += s + 64;  // a gap: a write past a message's end shows
+    }
+    ASSERT_LE(off, kArena);
+    std::fill(dst_.begin(), dst_.end(), 0x11);
+    for (size_t k = 0; k < msgs.size(); ++k) {
+      for (size_t i = 0; i < msgs[k].size; ++i) src_[msgs[k].off + i] = Pattern(k + round_ * 7, i);
+    }
+    ++round_;
+    size_t ns = 0, nr = 0;
+    int received = 0, sent = 0;
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while ((sent < static_cast<int>(msgs.size()) || received < static_cast<int>(msgs.size())) &&
+           std::chrono::steady_clock::now() < end) {
+      if (hook) hook(received);
+      while (ns < msgs.size() && ns < static_cast<size_t>(sent) + 8) {
+        Msg& m = msgs[ns];
+        ASSERT_EQ(net_->Isend(sc_, src_.data() + m.off, m.size, 0, smh_, nullptr, &m.sreq), 0) << Warns();
+        if (m.sreq == nullptr) break;
+        ++ns;
+      }
+      while (nr < msgs.size() && nr < static_cast<size_t>(received) + 8) {
+        Msg& m = msgs[nr];
+        void* data = dst_.data() + m.off;
+        size_t cap = m.size;
+        int tag = 0;
+        ASSERT_EQ(net_->Irecv(rc_, 1, &data, &cap, &tag, &rmh_, nullptr, &m.rreq), 0) << Warns();
+        if (m.rreq == nullptr) break;
+        ++nr;
+      }
+      for (size_t k = 0; k < ns; ++k) {
+        if (msgs[k].sent) continue;
+        int done = 0, size = 0;
+        ASSERT_EQ(net_->Test(msgs[k].sreq, &done, &size), 0) << "send " << k << ": " << Warns();
+        if (done) msgs[k].sent = true, ++sent;
+      }
+      for (size_t k = 0; k < nr; ++k) {
+        if (msgs[k].received) continue;
+        int done = 0;
+        ASSERT_EQ(net_->Test(msgs[k].rreq, &done, &msgs[k].got), 0) << "recv " << k << ": " << Warns();
+        if (done) msgs[k].received = true, ++received;
+      }
+    }
+    ASSERT_EQ(sent, static_cast<int>(msgs.size())) << "sends not completed: " << Warns();
+    ASSERT_EQ(received, static_cast<int>(msgs.size())) << "receives not completed: " << Warns();
+    for (size_t k = 0; k < msgs.size(); ++k) {
+      const Msg& m = msgs[k];
+      ASSERT_EQ(static_cast<size_t>(m.got), m.size) << "message " << k;
+      ASSERT_EQ(memcmp(dst_.data() + m.off, src_.data() + m.off, m.size), 0) << "message " << k << " of " << m.size << " bytes";
+      for (size_t i = m.size; i < m.size + 64; ++i) ASSERT_EQ(dst_[m.off + i], 0x11) << "write past message " << k;
+    }
+  }
+
+  static constexpr size_t kArena = 24u << 20;
+  std::unique_ptr<NetPlugin> net_;
+  void* ctx_ = nullptr;
+  void *lc_ = nullptr, *sc_ = nullptr, *rc_ = nullptr;
+  void *smh_ = nullptr, *rmh_ = nullptr;
+  std::vector<uint8_t> src_, dst_;
+  int round_ = 0;
+};
+
+// Every size, one at a time and then eight in flight, over the IB devices the plugin offers.
+TEST_F(IbPlugin, EverySizeThroughTheAbi) {
+  const std::vector<size_t> sizes = {0, 1, 4095, 4096, 4097, 16384, 16385, 3 * 131072 + 123, 4u << 20, 1};
+  for (size_t s : sizes) Exchange({s}, 10000);
+  Exchange(sizes, 10000);
+  EXPECT_TRUE(Logged(g_infos, "RERAIL_TRANSPORT=ib: offering IB ports fake0,fake1,fake2,fake3")) << "not over IB";
+  EXPECT_TRUE(Logged(g_infos, "IB bootstrap")) << "no bootstrap stream";
+  EXPECT_TRUE(g_warns.empty()) << Warns();
+}
+
+// The sender's port of its primary link goes down mid-stream (the fake fails its WRs): the plugin
+// fails over (one WARN) and every message still arrives intact.
+TEST_F(IbPlugin, FailoverThroughTheAbi) {
+  void* h = dlopen(getenv("RERAIL_IB_LIB"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr) << "the plugin did not load the fake verbs";
+  auto set_port = reinterpret_cast<int (*)(const char*, int, int)>(dlsym(h, "fakeverbs_set_port_state"));
+  ASSERT_NE(set_port, nullptr);
+  std::vector<size_t> sizes;
+  for (int i = 0; i < 120; ++i) sizes.push_back(i % 5 == 3 ? 3000 : (128u << 10) + 17 * i);
+  bool down = false;
+  Exchange(sizes, 20000, [&](int received) {
+    if (!down && received >= 20) set_port("fake0", 1, 0), down = true;
+  });
+  set_port("fake0", 1, 1);
+  dlclose(h);
+  EXPECT_TRUE(down);
+  EXPECT_TRUE(Logged(g_warns, "re-sending")) << "no failover WARN: " << Warns();
+}
+
+}  // namespace
