@@ -7,7 +7,7 @@
 // nothing but the IB link handshakes. The sender writes each link's IbLinkHello (QP endpoints, epoch,
 // rail) on it whenever the core connects or re-connects a link (first connect and every failback), the
 // receiver answers each with its own IbLinkHello after its QPs are ready (IbRecvDriver::Accept; a
-// refused hello is answered with magic 0, same link and epoch). Fixed 288-byte records in both
+// refused hello is answered with magic 0, same link and epoch). Fixed 544-byte records in both
 // directions, host byte order (both ends run the same build), in order. Data never travels on it.
 //
 // The listen handle (handle.h) of an IB listener: entry 0 = the bootstrap address (the TCP device of
@@ -88,7 +88,6 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   Status PollConnect(bool* ready);
   Status Isend(const void* data, size_t size, ib::MrHandle* mh, Request** req);
   Status Test(Request* r, int* done, int* size) override;
-  const ib::IbSendDriver* driver() const { return drv_.get(); }
 
  private:
   Status Progress();
