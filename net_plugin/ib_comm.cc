@@ -11,6 +11,21 @@ namespace rr::net {
 namespace {
 constexpr uint64_t kEagerLingerMs = 1000;
 
+// Port events the monitor published since the comm last looked, handed to its driver.
+template <typename Driver>
+void FeedRails(const RailSignals* rails, std::vector<uint64_t>* seen, Driver* drv) {
+  for (size_t r = 0; r < seen->size(); ++r) {
+    RailChange c = PollRail(rails, static_cast<int>(r), &(*seen)[r]);
+    if (c != RailChange::kNone) drv->OnRailEvent(static_cast<int>(r), c == RailChange::kDown);
+  }
+}
+
+std::vector<uint64_t> RailGens(const RailSignals* rails, size_t n) {
+  std::vector<uint64_t> g(n);
+  for (size_t r = 0; r < n; ++r) g[r] = RailGen(rails, static_cast<int>(r));
+  return g;
+}
+
 std::vector<SendCore::LinkSpec> Specs(const IbContext& ib, const std::vector<ib::IbSendLinkSpec>& plan) {
   std::vector<SendCore::LinkSpec> out;
   for (const auto& p : plan) {
@@ -105,8 +120,8 @@ Status IbBootstrap::Next(ib::IbLinkHello* h, bool* got) {
 
 IbSendComm::IbSendComm(const ConnConfig& cfg, IbContext* ib, uint64_t conn_id, std::vector<ib::IbSendLinkSpec> plan,
                        std::unique_ptr<Connector> boot)
-    : Comm(kIbSendCommMagic), cfg_(cfg), ib_(ib), plan_(std::move(plan)), connector_(std::move(boot)),
-      answers_(plan_.size()) {
+    : Comm(kIbSendCommMagic), cfg_(cfg), ib_(ib), rail_gen_(RailGens(cfg.rails, ib->devs.size())), plan_(std::move(plan)),
+      connector_(std::move(boot)), answers_(plan_.size()) {
   conn_id_ = conn_id;
 }
 
@@ -159,6 +174,7 @@ Status IbSendComm::Poll(uint64_t /*now*/, int link, ib::IbLinkHello* answer, boo
 }
 
 Status IbSendComm::Progress() {
+  FeedRails(cfg_.rails, &rail_gen_, drv_.get());
   drv_->Progress(NowNs());
   DrainCompletions(*core_);
   return core_->status();
@@ -202,6 +218,7 @@ Status IbSendComm::Test(Request* r, int* done, int* size) {
 IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot)
     : Comm(kIbRecvCommMagic),
       cfg_(cfg),
+      rail_gen_(RailGens(cfg.rails, ib->devs.size())),
       boot_(std::move(boot)),
       core_(cfg.core(), boot_.link().identity().conn_id, boot_.link().identity().chunk_size, this),
       drv_(&core_, ib->rails(), ib->link) {
@@ -210,6 +227,7 @@ IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Lin
 
 // Answers every hello that arrived (a refusal = the hello back with magic 0), then one driver pass.
 Status IbRecvComm::Progress() {
+  FeedRails(cfg_.rails, &rail_gen_, &drv_);
   uint64_t now = NowNs();
   for (bool got = !boot_dead_; got;) {
     ib::IbLinkHello h;

@@ -24,9 +24,13 @@
 //     link of any comm can use any registration; the handle NCCL gets is an MrHandle*.
 //   * Threading as conn.h: setup on NCCL's proxy service thread, the data path (Isend/Irecv/Test) on
 //     its progress thread, one thread per comm at a time; the IbContext outlives every comm.
-//   * Not done yet (net_plugin/README.md "IB in the plugin"): port events (IbEventMonitor) into the
-//     comms and the rail-health board, profiler events, a timeout on an unanswered handshake, and the
-//     receiver noticing that the sender closed (its bootstrap stream's EOF).
+//   * Port events: the plugin's IbEventMonitor (one thread over every IB device) publishes port down /
+//     up / device fatal into the plugin's RailSignals (slot = IB device = NCCL device); each comm polls
+//     them lock-free at every call, as the TCP comms do for rtnetlink events, and hands the changes of
+//     its rails to its driver (OnRailEvent) before anything else.
+//   * Not done yet (net_plugin/README.md "IB in the plugin"): the rail-health board and profiler events
+//     for IB rails, a timeout on an unanswered handshake, and the receiver noticing that the sender
+//     closed (its bootstrap stream's EOF).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,7 @@
 #include "conn.h"
 #include "transports/ib/ib_device.h"
 #include "transports/ib/ib_devices.h"
+#include "transports/ib/ib_events.h"
 #include "transports/ib/ib_mr_cache.h"
 #include "transports/ib/ib_recv_driver.h"
 #include "transports/ib/ib_send_driver.h"
@@ -52,6 +57,7 @@ struct IbContext {
   std::unique_ptr<ib::VerbsRegistrar> reg;
   std::unique_ptr<ib::MrCache> mrs;
   ib::IbLinkConfig link;  // QPs per link and QP options of every link
+  std::unique_ptr<ib::IbEventMonitor> monitor;  // from the first init to the last finalize
 
   // Opens every port of `d` (at most kCtsRails); InvalidUsage when none can be used.
   static Status Open(const ib::IbDiscovery& d, std::unique_ptr<IbContext>* out);
@@ -96,6 +102,7 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
 
   ConnConfig cfg_;
   IbContext* ib_;
+  std::vector<uint64_t> rail_gen_;  // RailSignals generation per IB device when last looked at
   std::vector<ib::IbSendLinkSpec> plan_;
   std::unique_ptr<Connector> connector_;
   std::unique_ptr<IbBootstrap> boot_;
@@ -114,6 +121,7 @@ class IbRecvComm final : public Comm, private CoreObserver {
   Status Progress();
 
   ConnConfig cfg_;
+  std::vector<uint64_t> rail_gen_;
   IbBootstrap boot_;
   bool boot_dead_ = false;  // its error was logged; no more handshakes
   RecvCore core_;

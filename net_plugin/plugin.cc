@@ -126,7 +126,10 @@ Status Plugin::FirstInit(int abi_version) {
     transport_ = std::make_unique<tcp::TcpTransport>(std::move(devs), cfg);
   }
   // RERAIL_TRANSPORT=ib: the NCCL devices are IB ports; transport_ (TCP) carries only the handshakes.
-  if (Params::Str(ParamId::Transport) == "ib") RR_CHECK(OpenIb());
+  if (Params::Str(ParamId::Transport) == "ib") {
+    RR_CHECK(OpenIb());
+    StartIbMonitor();
+  }
   cfg_.transport = transport_.get();
   cfg_.rails = &rails_;
   cfg_.loads = loads_;
@@ -329,6 +332,7 @@ Status Plugin::Finalize(void* ctx) {
     ReleaseAll();
     if (monitor_) monitor_->Stop();
     monitor_.reset();
+    StopIbMonitor();
     cfg_.board = nullptr;
     board_.reset();
     cfg_.prof = nullptr;

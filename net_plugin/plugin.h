@@ -98,6 +98,9 @@ class Plugin {
   Status IbListen(int dev, void* handle, void** listen_comm);
   Status IbConnect(int dev, const Handle& h, const void* handle, void** send_comm);
   Status IbAccept(void* listen_comm, void** recv_comm);
+  // IB port events -> rails_ (slot = IB device): started at the first init, joined at the last finalize.
+  void StartIbMonitor();
+  void StopIbMonitor();
 
   std::mutex mu_;  // guards everything below; never taken by isend/irecv/test
   int refs_ = 0;

@@ -29,6 +29,29 @@ Status Plugin::OpenIb() {
   return Status::Ok();
 }
 
+// Port down / up / device fatal of an IB device -> rails_[device] (the comms poll it, ib_comm.h). Runs on
+// the monitor's thread: atomics and one log line, never mu_ (Finalize joins this thread under mu_).
+void Plugin::StartIbMonitor() {
+  if (ib_ == nullptr || ib_->monitor) return;
+  auto cb = [this](const ib::IbEvent& e) {
+    if (e.kind != ib::IbEvent::Kind::kPortDown && e.kind != ib::IbEvent::Kind::kPortUp &&
+        e.kind != ib::IbEvent::Kind::kDeviceFatal) {
+      return;
+    }
+    if (e.rail < 0 || e.rail >= kMaxRails) return;
+    bool down = e.kind != ib::IbEvent::Kind::kPortUp;
+    if (rails_.down[e.rail].exchange(down, std::memory_order_acq_rel) == down) return;
+    rails_.gen[e.rail].fetch_add(1, std::memory_order_acq_rel);
+    RR_INFO(log::kFlagNet, "IB rail %s %s (%s)", ib_->info[e.rail].name.c_str(), down ? "down" : "up", e.name.c_str());
+  };
+  Status st = ib::IbEventMonitor::Start(ib_->rails(), cb, &ib_->monitor);
+  if (!st.ok()) RR_WARN("IB port events disabled: %s (failures are still detected by WC errors and stalls)", st.ToString().c_str());
+}
+
+void Plugin::StopIbMonitor() {
+  if (ib_ != nullptr) ib_->monitor.reset();  // joins its thread
+}
+
 // The handle: entry 0 = the bootstrap address with this IB device as rail, then the other IB devices
 // (same address) in order, so the sender knows which rails it may dial (ib_comm.h).
 Status Plugin::IbListen(int dev, void* handle, void** listen_comm) {
@@ -107,6 +130,8 @@ Status Plugin::IbAccept(void* listen_comm, void** recv_comm) {
   return Status::Ok();
 }
 #else
+void Plugin::StartIbMonitor() {}
+void Plugin::StopIbMonitor() {}
 Status Plugin::OpenIb() { return Status::InvalidUsage("RERAIL_TRANSPORT=ib but rerail was built with RERAIL_ENABLE_IB=OFF"); }
 Status Plugin::IbListen(int, void*, void**) { return Status::Internal("no IB transport in this build"); }
 Status Plugin::IbConnect(int, const Handle&, const void*, void**) { return Status::Internal("no IB transport in this build"); }

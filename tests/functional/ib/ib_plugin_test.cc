@@ -1,8 +1,8 @@
 // RERAIL_TRANSPORT=ib through the plugin's ABI (issue 12 stage 3): libnccl-net-rerail.so dlopened as
 // NCCL does (tools/netdrv), one listener and one sender in this process over the fake libibverbs (one
 // process = one fabric): listen / connect / accept with the IB link handshakes on the TCP bootstrap
-// stream, regMr on every rail, isend / irecv / test of every size with the bytes checked, then a
-// failover through the plugin (the sender's primary port goes down mid-stream).
+// stream, regMr on every rail, isend / irecv / test of every size with the bytes checked, then
+// failovers through the plugin: a port of the primary link goes down mid-stream (WC error; port event).
 // Needs RERAIL_TRANSPORT=ib, RERAIL_IB_LIB=<libfakeverbs.so>, FAKEVERBS_DEVICES=4 (ctest ib_fake_plugin).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "net_loader.h"
@@ -210,6 +211,33 @@ TEST_F(IbPlugin, FailoverThroughTheAbi) {
   dlclose(h);
   EXPECT_TRUE(down);
   EXPECT_TRUE(Logged(g_warns, "re-sending")) << "no failover WARN: " << Warns();
+}
+
+// The listener's port of the primary link goes down with a QP timeout far beyond the test
+// (RERAIL_IB_TIMEOUT=20: ~17 s): only the port event (the plugin's IbEventMonitor -> the comms' rail
+// signals) can fail the link in time. The receiver drops it, the sender re-sends on a survivor, no WC
+// error is ever reported, every byte arrives. (ctest ib_fake_plugin_port_event.)
+TEST_F(IbPlugin, PortEventFailsOverWithoutWcErrors) {
+  void* h = dlopen(getenv("RERAIL_IB_LIB"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr) << "the plugin did not load the fake verbs";
+  auto set_port = reinterpret_cast<int (*)(const char*, int, int)>(dlsym(h, "fakeverbs_set_port_state"));
+  ASSERT_NE(set_port, nullptr);
+  std::vector<size_t> sizes;
+  for (int i = 0; i < 120; ++i) sizes.push_back(i % 5 == 3 ? 3000 : (128u << 10) + 17 * i);
+  bool down = false;
+  Exchange(sizes, 20000, [&](int received) {
+    if (down || received < 20) return;
+    set_port("fake2", 1, 0), down = true;
+    // The event reaches the rail signals on the monitor's thread; the next call of each comm sees it.
+    for (int i = 0; i < 2000 && !Logged(g_infos, "IB rail fake2 down"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  set_port("fake2", 1, 1);
+  dlclose(h);
+  EXPECT_TRUE(Logged(g_infos, "IB rail fake2 down")) << "no port event";
+  EXPECT_TRUE(Logged(g_warns, "failed (link-down event)")) << Warns();
+  EXPECT_FALSE(Logged(g_warns, "WC error")) << Warns();
 }
 
 }  // namespace
