@@ -157,8 +157,7 @@ Status IbSendComm::Dial(uint64_t /*now*/, const ib::IbLinkHello& hello, ib::IbLi
   return Status::Ok();
 }
 
-Status IbSendComm::Poll(uint64_t /*now*/, int link, ib::IbLinkHello* answer, bool* answered) {
-  *answered = false;
+Status IbSendComm::PumpBoot() {
   for (bool got = true; got;) {
     ib::IbLinkHello h;
     RR_CHECK(boot_->Next(&h, &got));
@@ -166,6 +165,12 @@ Status IbSendComm::Poll(uint64_t /*now*/, int link, ib::IbLinkHello* answer, boo
     if (h.link >= answers_.size()) return Status::Remote("IB handshake answer for unknown link " + std::to_string(h.link));
     answers_[h.link].push_back(h);
   }
+  return Status::Ok();
+}
+
+Status IbSendComm::Poll(uint64_t /*now*/, int link, ib::IbLinkHello* answer, bool* answered) {
+  *answered = false;
+  RR_CHECK(PumpBoot());
   if (answers_[link].empty()) return Status::Ok();
   *answer = answers_[link].front();
   answers_[link].pop_front();
@@ -174,8 +179,19 @@ Status IbSendComm::Poll(uint64_t /*now*/, int link, ib::IbLinkHello* answer, boo
 }
 
 Status IbSendComm::Progress() {
+  uint64_t now = NowNs();
   FeedRails(cfg_.rails, &rail_gen_, drv_.get());
-  drv_->Progress(NowNs());
+  drv_->Progress(now);
+  if (!boot_dead_) {
+    Status st = PumpBoot();
+    if (!st.ok()) {  // the receiver's process closed the connection (or died)
+      // What it sent before closing (the last acks) is in our CQs by now: take it in first, so a
+      // message it received completes here instead of being failed by the close.
+      drv_->Progress(now);
+      boot_dead_ = true;
+      drv_->OnPeerClosed(now, "receiver closed the connection: " + st.message());
+    }
+  }
   DrainCompletions(*core_);
   return core_->status();
 }
@@ -215,6 +231,13 @@ Status IbSendComm::Test(Request* r, int* done, int* size) {
 
 // ---- IbRecvComm
 
+// Closing: the ack of the last message may still be a posted SEND that a destroyed QP would never
+// execute (a TCP close still delivers what was written); drive I/O until every control frame went out.
+IbRecvComm::~IbRecvComm() {
+  Deadline dl = Deadline::AfterMs(kEagerLingerMs);
+  while (!drv_.Quiet() && core_.state() == ConnState::kActive && !dl.Expired()) (void)Progress();
+}
+
 IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot)
     : Comm(kIbRecvCommMagic),
       cfg_(cfg),
@@ -225,22 +248,20 @@ IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Lin
   conn_id_ = boot_.link().identity().conn_id;
 }
 
-// Answers every hello that arrived (a refusal = the hello back with magic 0), then one driver pass.
+// Answers every hello that arrived (a refusal = the hello back with magic 0), then one driver pass. The
+// bootstrap's end = the sender closed (or died): handled after the pass, so what its QPs delivered
+// before is placed first.
 Status IbRecvComm::Progress() {
   FeedRails(cfg_.rails, &rail_gen_, &drv_);
   uint64_t now = NowNs();
+  Status closed;
   for (bool got = !boot_dead_; got;) {
     ib::IbLinkHello h;
-    Status st = boot_.Next(&h, &got);
-    if (!st.ok()) {
-      // The sender's links are what the core judges; a dead bootstrap only ends re-connections.
-      RR_INFO(log::kFlagNet, "conn %016lx: %s", static_cast<unsigned long>(conn_id_), st.ToString().c_str());
-      boot_dead_ = true;
-      break;
-    }
+    closed = boot_.Next(&h, &got);
+    if (!closed.ok()) break;
     if (!got) break;
     ib::IbLinkHello answer{};
-    st = drv_.Accept(now, h, &answer);
+    Status st = drv_.Accept(now, h, &answer);
     if (!st.ok()) {
       RR_WARN("conn %016lx: IB link %u (epoch %u) refused: %s", static_cast<unsigned long>(conn_id_), h.link, h.epoch,
               st.ToString().c_str());
@@ -250,6 +271,10 @@ Status IbRecvComm::Progress() {
     boot_.Send(answer);
   }
   drv_.Progress(now);
+  if (!closed.ok()) {
+    boot_dead_ = true;
+    drv_.OnPeerClosed(now, "sender closed the connection: " + closed.message());
+  }
   Completion c;
   while (drv_.NextCompletion(&c)) {
     auto* r = static_cast<Request*>(c.owner);

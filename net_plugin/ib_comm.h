@@ -28,9 +28,12 @@
 //     up / device fatal into the plugin's RailSignals (slot = IB device = NCCL device); each comm polls
 //     them lock-free at every call, as the TCP comms do for rtnetlink events, and hands the changes of
 //     its rails to its driver (OnRailEvent) before anything else.
+//   * Close: the end of the bootstrap stream (EOF, reset) is the peer closing the connection or dying:
+//     every link counts as closed by the peer (the core's kPeerClosed when nothing is outstanding, else
+//     the connection fails and pending requests return ncclRemoteError), as TCP's close / RST does.
+//     A closing receiver first drives I/O until its queued acks were sent (bounded, 1 s).
 //   * Not done yet (net_plugin/README.md "IB in the plugin"): the rail-health board and profiler events
-//     for IB rails, a timeout on an unanswered handshake, and the receiver noticing that the sender
-//     closed (its bootstrap stream's EOF).
+//     for IB rails, a timeout on an unanswered handshake.
 #pragma once
 
 #include <cstdint>
@@ -97,6 +100,7 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
 
  private:
   Status Progress();
+  Status PumpBoot();  // the answers that arrived, into answers_; an error = the bootstrap ended
   Status Dial(uint64_t now, const ib::IbLinkHello& hello, ib::IbLinkHello* answer, bool* answered) override;
   Status Poll(uint64_t now, int link, ib::IbLinkHello* answer, bool* answered) override;
 
@@ -106,6 +110,7 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   std::vector<ib::IbSendLinkSpec> plan_;
   std::unique_ptr<Connector> connector_;
   std::unique_ptr<IbBootstrap> boot_;
+  bool boot_dead_ = false;  // ended: the receiver closed; the links were told (OnPeerClosed)
   std::vector<std::deque<ib::IbLinkHello>> answers_;  // per link, arrived and not yet taken
   std::unique_ptr<SendCore> core_;
   std::unique_ptr<ib::IbSendDriver> drv_;  // after core_: destroyed first
@@ -114,6 +119,8 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
 class IbRecvComm final : public Comm, private CoreObserver {
  public:
   IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot);
+  // Drives I/O (bounded) until the control frames already queued (the last acks) went out.
+  ~IbRecvComm() override;
   Status Irecv(void* data, size_t cap, ib::MrHandle* mh, Request** req);
   Status Test(Request* r, int* done, int* size) override;
 
@@ -123,7 +130,7 @@ class IbRecvComm final : public Comm, private CoreObserver {
   ConnConfig cfg_;
   std::vector<uint64_t> rail_gen_;
   IbBootstrap boot_;
-  bool boot_dead_ = false;  // its error was logged; no more handshakes
+  bool boot_dead_ = false;  // ended: the sender closed; the links were told (OnPeerClosed)
   RecvCore core_;
   ib::IbRecvDriver drv_;  // after core_: destroyed first
 };

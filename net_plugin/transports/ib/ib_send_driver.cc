@@ -44,6 +44,14 @@ void IbSendDriver::OnRailEvent(int rail, bool down) {
   events_.emplace_back(rail, down);
 }
 
+void IbSendDriver::OnPeerClosed(uint64_t now, const std::string& why) {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    links_[i].dialing = false;
+    core_->OnLinkError(now, static_cast<int>(i), why, true);  // a link already failed is not counted again
+  }
+  DrainCommands(now);
+}
+
 void IbSendDriver::LinkError(uint64_t now, int idx, const std::string& why) {
   if (!links_[idx].up) return;
   core_->OnLinkError(now, idx, why, false);

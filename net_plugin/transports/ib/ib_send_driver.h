@@ -33,6 +33,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -75,6 +76,9 @@ class IbSendDriver {
 
   Status Isend(uint64_t now, const void* data, size_t size, const MrHandle* mh, void* owner, bool* posted);
   void OnRailEvent(int rail, bool down);
+  // The receiver closed the connection (the plugin's bootstrap stream ended): every link counts as
+  // closed by the peer, so the core ends in kPeerClosed (everything acknowledged) or fails.
+  void OnPeerClosed(uint64_t now, const std::string& why);
   void Progress(uint64_t now) {
     PollCompletions(now);
     Push(now);

@@ -52,6 +52,11 @@ class IbPlugin : public ::testing::Test {
   static constexpr int kSendDev = 0, kListenDev = 2;
 
   void SetUp() override {
+    {
+      std::lock_guard<std::mutex> g(g_mu);
+      g_warns.clear();
+      g_infos.clear();
+    }
     std::string err;
     net_ = NetPlugin::Open(RERAIL_NET_PLUGIN_PATH, &err);
     ASSERT_TRUE(net_) << err;
@@ -189,7 +194,7 @@ TEST_F(IbPlugin, EverySizeThroughTheAbi) {
   const std::vector<size_t> sizes = {0, 1, 4095, 4096, 4097, 16384, 16385, 3 * 131072 + 123, 4u << 20, 1};
   for (size_t s : sizes) Exchange({s}, 10000);
   Exchange(sizes, 10000);
-  EXPECT_TRUE(Logged(g_infos, "RERAIL_TRANSPORT=ib: offering IB ports fake0,fake1,fake2,fake3")) << "not over IB";
+  EXPECT_TRUE(Logged(g_infos, "transports: ib(fake0,fake1,fake2,fake3)")) << "not over IB";
   EXPECT_TRUE(Logged(g_infos, "IB bootstrap")) << "no bootstrap stream";
   EXPECT_TRUE(g_warns.empty()) << Warns();
 }
@@ -208,9 +213,77 @@ TEST_F(IbPlugin, FailoverThroughTheAbi) {
     if (!down && received >= 20) set_port("fake0", 1, 0), down = true;
   });
   set_port("fake0", 1, 1);
+  // Both events handled before the next test's comms exist (they would see them as news).
+  for (int i = 0; i < 2000 && !Logged(g_infos, "IB rail fake0 up"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   dlclose(h);
   EXPECT_TRUE(down);
+  EXPECT_TRUE(Logged(g_infos, "IB rail fake0 up"));
   EXPECT_TRUE(Logged(g_warns, "re-sending")) << "no failover WARN: " << Warns();
+}
+
+// Tests `req` until it reports done or an error, for at most `ms`: 1 done, -1 error, 0 neither.
+int Wait(NetPlugin& net, void* req, int ms, int* size = nullptr) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    int done = 0, got = 0;
+    if (net.Test(req, &done, &got) != 0) return -1;
+    if (done) {
+      if (size != nullptr) *size = got;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// NCCL may close a receive comm as soon as its last receive completed, while the sender still waits for
+// that message's ack: the closing receiver must not drop the ack with its QPs (a TCP close delivers
+// what was written). The send completes, and only a later isend reports the closed connection.
+TEST_F(IbPlugin, ReceiverClosingAfterItsLastReceiveLosesNoAck) {
+  const size_t size = 1u << 20;  // not eager: the send completes on the receiver's ack
+  for (size_t i = 0; i < size; ++i) src_[i] = Pattern(5, i);
+  void *sreq = nullptr, *rreq = nullptr;
+  ASSERT_EQ(net_->Isend(sc_, src_.data(), size, 0, smh_, nullptr, &sreq), 0);
+  void* data = dst_.data();
+  size_t cap = size;
+  int tag = 0;
+  ASSERT_EQ(net_->Irecv(rc_, 1, &data, &cap, &tag, &rmh_, nullptr, &rreq), 0);
+  ASSERT_TRUE(sreq && rreq);
+  // The sender alone first: it gets the CTS and writes every chunk; no ack can come (the receiver is not
+  // polled), so the send stays pending. Then the receiver alone, which acks in the call that completes.
+  ASSERT_EQ(Wait(*net_, sreq, 300), 0) << "the send completed without the receiver's ack: " << Warns();
+  int got = 0;
+  ASSERT_EQ(Wait(*net_, rreq, 10000, &got), 1) << Warns();
+  ASSERT_EQ(static_cast<size_t>(got), size);
+  ASSERT_EQ(memcmp(dst_.data(), src_.data(), size), 0);
+  ASSERT_EQ(net_->DeregMr(rc_, rmh_), 0);
+  rmh_ = nullptr;
+  ASSERT_EQ(net_->CloseRecv(rc_), 0);
+  rc_ = nullptr;
+  EXPECT_EQ(Wait(*net_, sreq, 10000), 1) << "the send of a message the receiver got failed (-1) or hung (0): " << Warns();
+  void* late = nullptr;
+  ASSERT_EQ(net_->Isend(sc_, src_.data(), 1, 0, smh_, nullptr, &late), 0);
+  if (late != nullptr) {
+    EXPECT_EQ(Wait(*net_, late, 10000), -1) << "isend after the receiver closed did not fail";
+  }
+}
+
+// The sender closes (NCCL's closeSend, or its process dies) while a receive is posted that no send will
+// ever match: the receive ends with an error at once, not after RERAIL_GIVEUP_MS (30 s).
+TEST_F(IbPlugin, SenderClosingFailsAPendingReceive) {
+  Exchange({4096, 1u << 20}, 10000);
+  void* rreq = nullptr;
+  void* data = dst_.data();
+  size_t cap = 4096;
+  int tag = 0;
+  ASSERT_EQ(net_->Irecv(rc_, 1, &data, &cap, &tag, &rmh_, nullptr, &rreq), 0);
+  ASSERT_NE(rreq, nullptr);
+  ASSERT_EQ(net_->DeregMr(sc_, smh_), 0);
+  smh_ = nullptr;
+  ASSERT_EQ(net_->CloseSend(sc_), 0);
+  sc_ = nullptr;
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Wait(*net_, rreq, 5000), -1) << "a receive pending when the sender closed did not fail";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 // The listener's port of the primary link goes down with a QP timeout far beyond the test
