@@ -5,6 +5,7 @@
 #include "rerail/clock.h"
 #include "rerail/log.h"
 #include "rerail/params.h"
+#include "rerail/rails/board.h"
 
 namespace rr::net {
 
@@ -194,6 +195,29 @@ Status IbSendComm::Progress() {
   }
   DrainCompletions(*core_);
   return core_->status();
+}
+
+void IbSendComm::OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int /*to_link*/,
+                            uint64_t /*stall_ns*/, bool was_probing) {
+  if (cfg_.board == nullptr) return;
+  int dev = plan_[link].rail;
+  cfg_.board->AddRetransmit(dev, chunks, bytes);
+  if (!was_probing) cfg_.board->CountFailover(dev);
+  FailCause cause = CauseOf(why);
+  cfg_.board->SetState(dev, rails::RailState::kFailed,
+                       cause == FailCause::kStall      ? rails::RailEvent::kStall
+                       : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
+                                                       : rails::RailEvent::kError);
+}
+
+void IbSendComm::OnFailback(int link) {
+  if (cfg_.board == nullptr) return;
+  cfg_.board->CountFailback(plan_[link].rail);
+  cfg_.board->SetState(plan_[link].rail, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
+}
+
+void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
+  if (cfg_.board) cfg_.board->SetBandwidth(plan_[link].rail, bytes_per_s);
 }
 
 Status IbSendComm::Isend(const void* data, size_t size, ib::MrHandle* mh, Request** req) {

@@ -32,8 +32,10 @@
 //     every link counts as closed by the peer (the core's kPeerClosed when nothing is outstanding, else
 //     the connection fails and pending requests return ncclRemoteError), as TCP's close / RST does.
 //     A closing receiver first drives I/O until its queued acks were sent (bounded, 1 s).
-//   * Not done yet (net_plugin/README.md "IB in the plugin"): the rail-health board and profiler events
-//     for IB rails, a timeout on an unanswered handshake.
+//   * Rail-health board (RERAIL_BOARD): slot = IB device; port events, failovers (with re-sent chunks),
+//     failbacks and bandwidth estimates of the send comms, as for TCP rails.
+//   * Not done yet (net_plugin/README.md "IB in the plugin"): bytes sent / received per rail on the
+//     board, profiler events for IB rails, a timeout on an unanswered handshake.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +102,11 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
 
  private:
   Status Progress();
+  // CoreObserver: the rail-health board (slot = the link's local IB device).
+  void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
+                  bool was_probing) override;
+  void OnFailback(int link) override;
+  void OnBandwidth(int link, uint64_t bytes_per_s) override;
   Status PumpBoot();  // the answers that arrived, into answers_; an error = the bootstrap ended
   Status Dial(uint64_t now, const ib::IbLinkHello& hello, ib::IbLinkHello* answer, bool* answered) override;
   Status Poll(uint64_t now, int link, ib::IbLinkHello* answer, bool* answered) override;

@@ -126,10 +126,7 @@ Status Plugin::FirstInit(int abi_version) {
     transport_ = std::make_unique<tcp::TcpTransport>(std::move(devs), cfg);
   }
   // RERAIL_TRANSPORT=ib: the NCCL devices are IB ports; transport_ (TCP) carries only the handshakes.
-  if (Params::Str(ParamId::Transport) == "ib") {
-    RR_CHECK(OpenIb());
-    StartIbMonitor();
-  }
+  if (Params::Str(ParamId::Transport) == "ib") RR_CHECK(OpenIb());
   cfg_.transport = transport_.get();
   cfg_.rails = &rails_;
   cfg_.loads = loads_;
@@ -145,10 +142,12 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.giveup_ns = static_cast<uint64_t>(Params::Int(ParamId::GiveupMs)) * 1000000ull;
   cfg_.backoff_min_ms = static_cast<uint64_t>(Params::Int(ParamId::FailbackMinMs));
   cfg_.backoff_max_ms = std::max<uint64_t>(cfg_.backoff_min_ms, Params::Int(ParamId::FailbackMaxMs));
-  // The board and the link monitor watch TCP interfaces (slot = NCCL device): not with IB devices yet.
-  if (Params::Bool(ParamId::Board) && ib_ == nullptr) StartBoard();
+  // Board slot = NCCL device (IB ports with RERAIL_TRANSPORT=ib). The rtnetlink monitor watches TCP
+  // interfaces only: with IB the IbEventMonitor reports port events (StartIbMonitor).
+  if (Params::Bool(ParamId::Board)) StartBoard();
   cfg_.board = board_.get();
   if (Params::Bool(ParamId::LinkEvents) && ib_ == nullptr) StartLinkMonitor();
+  StartIbMonitor();  // after the board: its events update it
   if (ib_ == nullptr) OfferGpuBuffers();
   else staging::GpuBuffers::Get().SetOffered(false);  // GPU memory over IB: not yet (host memory only)
   std::ostringstream names;
@@ -226,9 +225,9 @@ void Plugin::OnLinkEvent(const rails::LinkEvent& ev) {
 void Plugin::StartBoard() {
   if (board_) return;
   Status st = rails::BoardWriter::Create("net", &board_);
-  for (int d = 0; st.ok() && d < transport_->NumDevices(); ++d) {
+  for (int d = 0; st.ok() && d < NumDevs(); ++d) {
     int slot = -1;
-    st = board_->AddRail(transport_->Device(d).name, &slot);
+    st = board_->AddRail(Dev(d).name, &slot);
     if (st.ok() && slot != d) st = Status::Internal("board slot mismatch");
   }
   if (!st.ok()) {

@@ -42,6 +42,11 @@ void Plugin::StartIbMonitor() {
     bool down = e.kind != ib::IbEvent::Kind::kPortUp;
     if (rails_.down[e.rail].exchange(down, std::memory_order_acq_rel) == down) return;
     rails_.gen[e.rail].fetch_add(1, std::memory_order_acq_rel);
+    if (board_) {  // stopped before the board goes (Finalize)
+      if (down) board_->CountLinkDown(e.rail);
+      board_->SetState(e.rail, down ? rails::RailState::kFailed : rails::RailState::kRecovering,
+                       down ? rails::RailEvent::kLinkDown : rails::RailEvent::kLinkUp);
+    }
     RR_INFO(log::kFlagNet, "IB rail %s %s (%s)", ib_->info[e.rail].name.c_str(), down ? "down" : "up", e.name.c_str());
   };
   Status st = ib::IbEventMonitor::Start(ib_->rails(), cb, &ib_->monitor);

@@ -6,6 +6,8 @@
 // Needs RERAIL_TRANSPORT=ib, RERAIL_IB_LIB=<libfakeverbs.so>, FAKEVERBS_DEVICES=4 (ctest ib_fake_plugin).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdarg>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "net_loader.h"
+#include "rerail/rails/board.h"
 
 namespace {
 
@@ -41,6 +44,31 @@ bool Logged(const std::vector<std::string>& lines, const std::string& what) {
   std::lock_guard<std::mutex> g(g_mu);
   for (const auto& l : lines) {
     if (l.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The plugin's rail-health board goes to a directory of this test's own (set before the first init).
+std::string g_board_dir;
+struct BoardDir : ::testing::Environment {
+  void SetUp() override {
+    char tmpl[] = "/tmp/rr-ib-plugin-board.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    g_board_dir = tmpl;
+    setenv("RERAIL_BOARD_DIR", tmpl, 1);
+    setenv("RERAIL_BOARD", "1", 1);
+  }
+  void TearDown() override {
+    for (const auto& b : rr::rails::ScanBoards(g_board_dir, false).boards) unlink(b.path.c_str());
+    rmdir(g_board_dir.c_str());
+  }
+};
+const auto* const kBoardDir = ::testing::AddGlobalTestEnvironment(new BoardDir);
+
+// This process's net board, as rerail-top would read it.
+bool OwnBoard(rr::rails::BoardSnapshot* out) {
+  for (auto& b : rr::rails::ScanBoards(g_board_dir, false).boards) {
+    if (b.pid == getpid() && b.tag == "net") return *out = b, true;
   }
   return false;
 }
@@ -196,6 +224,10 @@ TEST_F(IbPlugin, EverySizeThroughTheAbi) {
   Exchange(sizes, 10000);
   EXPECT_TRUE(Logged(g_infos, "transports: ib(fake0,fake1,fake2,fake3)")) << "not over IB";
   EXPECT_TRUE(Logged(g_infos, "IB bootstrap")) << "no bootstrap stream";
+  rr::rails::BoardSnapshot b;
+  ASSERT_TRUE(OwnBoard(&b)) << "no board in " << g_board_dir;
+  ASSERT_EQ(b.rails.size(), 4u);
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(b.rails[d].name, "fake" + std::to_string(d));
   EXPECT_TRUE(g_warns.empty()) << Warns();
 }
 
@@ -218,6 +250,13 @@ TEST_F(IbPlugin, FailoverThroughTheAbi) {
   dlclose(h);
   EXPECT_TRUE(down);
   EXPECT_TRUE(Logged(g_infos, "IB rail fake0 up"));
+  // rerail-top sees it: the port event and the failover on fake0's slot (how many chunks were re-sent
+  // depends on what was in flight at the cut: maybe none).
+  rr::rails::BoardSnapshot b;
+  ASSERT_TRUE(OwnBoard(&b)) << "no board in " << g_board_dir;
+  ASSERT_EQ(b.rails.size(), 4u);
+  EXPECT_GE(b.rails[0].link_down_events, 1u);
+  EXPECT_GE(b.rails[0].failovers, 1u);
   EXPECT_TRUE(Logged(g_warns, "re-sending")) << "no failover WARN: " << Warns();
 }
 
