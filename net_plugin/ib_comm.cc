@@ -5,6 +5,7 @@
 #include "rerail/clock.h"
 #include "rerail/log.h"
 #include "rerail/params.h"
+#include "rerail/prof_net_event.h"
 #include "rerail/rails/board.h"
 
 namespace rr::net {
@@ -197,30 +198,56 @@ Status IbSendComm::Progress() {
   return core_->status();
 }
 
-void IbSendComm::OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int /*to_link*/,
-                            uint64_t /*stall_ns*/, bool was_probing) {
-  if (cfg_.board == nullptr) return;
+void IbSendComm::OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link,
+                            uint64_t stall_ns, bool was_probing) {
   int dev = plan_[link].rail;
-  cfg_.board->AddRetransmit(dev, chunks, bytes);
-  if (!was_probing) cfg_.board->CountFailover(dev);
-  FailCause cause = CauseOf(why);
-  cfg_.board->SetState(dev, rails::RailState::kFailed,
-                       cause == FailCause::kStall      ? rails::RailEvent::kStall
-                       : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
-                                                       : rails::RailEvent::kError);
+  if (cfg_.board) {
+    cfg_.board->AddRetransmit(dev, chunks, bytes);
+    if (!was_probing) cfg_.board->CountFailover(dev);
+    FailCause cause = CauseOf(why);
+    cfg_.board->SetState(dev, rails::RailState::kFailed,
+                         cause == FailCause::kStall      ? rails::RailEvent::kStall
+                         : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
+                                                         : rails::RailEvent::kError);
+  }
+  if (cfg_.prof == nullptr || was_probing) return;
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, dev, ShortReason(why));
+  if (to_link >= 0) ev.toRail = plan_[to_link].rail;
+  ev.connId = static_cast<uint32_t>(conn_id_);
+  ev.bytes = bytes;
+  ev.count = chunks;
+  ev.stallNs = stall_ns;
+  last_failed_rail_ = dev;
+  cfg_.prof->Post(ev);
+}
+
+void IbSendComm::OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) {
+  if (cfg_.prof == nullptr) return;
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, last_failed_rail_, "requeued");
+  ev.toRail = plan_[to_link].rail;
+  ev.connId = static_cast<uint32_t>(conn_id_);
+  ev.bytes = bytes;
+  ev.count = chunks;
+  cfg_.prof->Post(ev);
 }
 
 void IbSendComm::OnFailback(int link) {
+  int dev = plan_[link].rail;
+  if (cfg_.prof) {
+    auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILBACK, dev, "probe-ok");
+    ev.connId = static_cast<uint32_t>(conn_id_);
+    cfg_.prof->Post(ev);
+  }
   if (cfg_.board == nullptr) return;
-  cfg_.board->CountFailback(plan_[link].rail);
-  cfg_.board->SetState(plan_[link].rail, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
+  cfg_.board->CountFailback(dev);
+  cfg_.board->SetState(dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
 }
 
 void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
   if (cfg_.board) cfg_.board->SetBandwidth(plan_[link].rail, bytes_per_s);
 }
 
-Status IbSendComm::Isend(const void* data, size_t size, ib::MrHandle* mh, Request** req) {
+Status IbSendComm::Isend(const void* data, size_t size, ib::MrHandle* mh, void* phandle, Request** req) {
   *req = nullptr;
   if (core_->state() == ConnState::kFailed || core_->state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   if (mh == nullptr && size > 0) return Status::Internal("isend over IB without a memory registration (regMr)");
@@ -234,6 +261,7 @@ Status IbSendComm::Isend(const void* data, size_t size, ib::MrHandle* mh, Reques
   }
   r->seq = core_->posted() - 1;
   r->size = size;
+  ProfStart(cfg_.prof, r, phandle, plan_[0].rail);
   *req = r;
   (void)Progress();  // a failure found here is reported by test() on this request
   return Status::Ok();
@@ -249,6 +277,7 @@ Status IbSendComm::Test(Request* r, int* done, int* size) {
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;
   if (size != nullptr) *size = static_cast<int>(r->size);
+  ProfStop(cfg_.prof, r);
   pool_.Put(r);
   return Status::Ok();
 }
@@ -308,7 +337,7 @@ Status IbRecvComm::Progress() {
   return core_.status();
 }
 
-Status IbRecvComm::Irecv(void* data, size_t cap, ib::MrHandle* mh, Request** req) {
+Status IbRecvComm::Irecv(void* data, size_t cap, ib::MrHandle* mh, void* phandle, Request** req) {
   *req = nullptr;
   if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, cap, req);
   if (mh == nullptr && cap > 0) return Status::Internal("irecv over IB without a memory registration (regMr)");
@@ -323,6 +352,7 @@ Status IbRecvComm::Irecv(void* data, size_t cap, ib::MrHandle* mh, Request** req
   }
   r->seq = core_.posted() - 1;
   r->slot = slot;
+  ProfStart(cfg_.prof, r, phandle, cfg_.dev);
   *req = r;
   (void)Progress();
   return Status::Ok();
@@ -338,6 +368,7 @@ Status IbRecvComm::Test(Request* r, int* done, int* size) {
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;
   if (size != nullptr) *size = static_cast<int>(r->size);
+  ProfStop(cfg_.prof, r);
   core_.Release(r->slot);
   pool_.Put(r);
   return Status::Ok();

@@ -33,9 +33,11 @@
 //     the connection fails and pending requests return ncclRemoteError), as TCP's close / RST does.
 //     A closing receiver first drives I/O until its queued acks were sent (bounded, 1 s).
 //   * Rail-health board (RERAIL_BOARD): slot = IB device; port events, failovers (with re-sent chunks),
-//     failbacks and bandwidth estimates of the send comms, as for TCP rails.
+//     failbacks and bandwidth estimates of the send comms, as for TCP rails. Profiler (NCCL's callback):
+//     IO spans of every isend / irecv with a step handle, and the send comms' failover / retransmit /
+//     failback events, as SendComm / RecvComm emit them.
 //   * Not done yet (net_plugin/README.md "IB in the plugin"): bytes sent / received per rail on the
-//     board, profiler events for IB rails, a timeout on an unanswered handshake.
+//     board, rail-state and receiver-side failover profiler events, a timeout on an unanswered handshake.
 #pragma once
 
 #include <cstdint>
@@ -97,14 +99,16 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   ~IbSendComm() override;
   // NCCL's connect polling: *ready once the bootstrap stream is up (the IB links connect from there).
   Status PollConnect(bool* ready);
-  Status Isend(const void* data, size_t size, ib::MrHandle* mh, Request** req);
+  // phandle: NCCL's profiler step handle (may be NULL), as SendComm::Isend.
+  Status Isend(const void* data, size_t size, ib::MrHandle* mh, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
 
  private:
   Status Progress();
-  // CoreObserver: the rail-health board (slot = the link's local IB device).
+  // CoreObserver: the rail-health board and the profiler (rail = the link's local IB device).
   void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
                   bool was_probing) override;
+  void OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) override;
   void OnFailback(int link) override;
   void OnBandwidth(int link, uint64_t bytes_per_s) override;
   Status PumpBoot();  // the answers that arrived, into answers_; an error = the bootstrap ended
@@ -119,6 +123,7 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   std::unique_ptr<IbBootstrap> boot_;
   bool boot_dead_ = false;  // ended: the receiver closed; the links were told (OnPeerClosed)
   std::vector<std::deque<ib::IbLinkHello>> answers_;  // per link, arrived and not yet taken
+  int last_failed_rail_ = -1;  // the rail of the last failover (its re-sends' profiler event)
   std::unique_ptr<SendCore> core_;
   std::unique_ptr<ib::IbSendDriver> drv_;  // after core_: destroyed first
 };
@@ -128,7 +133,7 @@ class IbRecvComm final : public Comm, private CoreObserver {
   IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot);
   // Drives I/O (bounded) until the control frames already queued (the last acks) went out.
   ~IbRecvComm() override;
-  Status Irecv(void* data, size_t cap, ib::MrHandle* mh, Request** req);
+  Status Irecv(void* data, size_t cap, ib::MrHandle* mh, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
 
  private:

@@ -542,7 +542,7 @@ Status Plugin::Isend(void* send_comm, void* data, size_t size, void* mhandle, vo
 #if RERAIL_WITH_IB
     // The data path never takes mu_: mhandle is what regMr returned (a MemReg while registered).
     auto* mh = mhandle != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mhandle)->ib) : nullptr;
-    RR_CHECK(static_cast<IbSendComm*>(send_comm)->Isend(data, size, mh, &r));
+    RR_CHECK(static_cast<IbSendComm*>(send_comm)->Isend(data, size, mh, phandle, &r));
 #endif
   } else {
     RR_CHECK(static_cast<SendComm*>(send_comm)->Isend(data, size, phandle, &r));
@@ -565,7 +565,7 @@ Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** 
 #if RERAIL_WITH_IB
     void* mr = mhandles != nullptr ? mhandles[0] : nullptr;
     auto* mh = mr != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mr)->ib) : nullptr;
-    RR_CHECK(static_cast<IbRecvComm*>(recv_comm)->Irecv(data[0], sizes[0], mh, &r));
+    RR_CHECK(static_cast<IbRecvComm*>(recv_comm)->Irecv(data[0], sizes[0], mh, phandles != nullptr ? phandles[0] : nullptr, &r));
 #endif
   } else {
     RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(data[0], sizes[0], phandles != nullptr ? phandles[0] : nullptr, &r));

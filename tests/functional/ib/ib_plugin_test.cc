@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "net_loader.h"
+#include "rerail/prof_net_event.h"
 #include "rerail/rails/board.h"
 
 namespace {
@@ -46,6 +47,30 @@ bool Logged(const std::vector<std::string>& lines, const std::string& what) {
     if (l.find(what) != std::string::npos) return true;
   }
   return false;
+}
+
+// NCCL's profiler callback as the net plugin sees it: every event start (its descriptor), update, stop.
+struct ProfEvent {
+  rrProfNetEvent_v1_t ev;
+  uint64_t bytes_at_stop = 0;
+  bool stopped = false;
+};
+std::vector<ProfEvent> g_prof;  // index + 1 = the event handle
+int g_step;                     // its address is the ProxyStep handle of every isend / irecv here
+
+rrNcclResult_t Prof(void** eHandle, int type, void* pHandle, int64_t, void* extData) {
+  std::lock_guard<std::mutex> g(g_mu);
+  if (type == 0) {
+    if (pHandle != &g_step) return rrNcclInternalError;
+    g_prof.push_back(ProfEvent{*static_cast<rrProfNetEvent_v1_t*>(extData)});
+    *eHandle = reinterpret_cast<void*>(g_prof.size());
+    return rrNcclSuccess;
+  }
+  size_t i = reinterpret_cast<size_t>(*eHandle) - 1;
+  if (i >= g_prof.size()) return rrNcclInternalError;
+  if (type == 2 || type == 3) g_prof[i].bytes_at_stop = static_cast<rrProfNetEvent_v1_t*>(extData)->bytes;
+  if (type == 1 || type == 3) g_prof[i].stopped = true;
+  return rrNcclSuccess;
 }
 
 // The plugin's rail-health board goes to a directory of this test's own (set before the first init).
@@ -84,11 +109,12 @@ class IbPlugin : public ::testing::Test {
       std::lock_guard<std::mutex> g(g_mu);
       g_warns.clear();
       g_infos.clear();
+      g_prof.clear();
     }
     std::string err;
     net_ = NetPlugin::Open(RERAIL_NET_PLUGIN_PATH, &err);
     ASSERT_TRUE(net_) << err;
-    ASSERT_EQ(net_->Init(&ctx_, 0x1b, Logger, nullptr), 0) << Warns();
+    ASSERT_EQ(net_->Init(&ctx_, 0x1b, Logger, Prof), 0) << Warns();
     int ndev = 0;
     ASSERT_EQ(net_->Devices(&ndev), 0);
     ASSERT_EQ(ndev, 4) << "RERAIL_TRANSPORT=ib offers the 4 fake ports";
@@ -172,7 +198,7 @@ class IbPlugin : public ::testing::Test {
       if (hook) hook(received);
       while (ns < msgs.size() && ns < static_cast<size_t>(sent) + 8) {
         Msg& m = msgs[ns];
-        ASSERT_EQ(net_->Isend(sc_, src_.data() + m.off, m.size, 0, smh_, nullptr, &m.sreq), 0) << Warns();
+        ASSERT_EQ(net_->Isend(sc_, src_.data() + m.off, m.size, 0, smh_, &g_step, &m.sreq), 0) << Warns();
         if (m.sreq == nullptr) break;
         ++ns;
       }
@@ -181,7 +207,8 @@ class IbPlugin : public ::testing::Test {
         void* data = dst_.data() + m.off;
         size_t cap = m.size;
         int tag = 0;
-        ASSERT_EQ(net_->Irecv(rc_, 1, &data, &cap, &tag, &rmh_, nullptr, &m.rreq), 0) << Warns();
+        void* ph = &g_step;
+        ASSERT_EQ(net_->Irecv(rc_, 1, &data, &cap, &tag, &rmh_, &ph, &m.rreq), 0) << Warns();
         if (m.rreq == nullptr) break;
         ++nr;
       }
@@ -228,6 +255,23 @@ TEST_F(IbPlugin, EverySizeThroughTheAbi) {
   ASSERT_TRUE(OwnBoard(&b)) << "no board in " << g_board_dir;
   ASSERT_EQ(b.rails.size(), 4u);
   for (int d = 0; d < 4; ++d) EXPECT_EQ(b.rails[d].name, "fake" + std::to_string(d));
+  // One profiler IO span per isend and per irecv, each stopped with the message's size.
+  uint64_t total = 0;
+  for (size_t z : sizes) total += 2 * z;
+  int sends = 0, recvs = 0;
+  uint64_t sent = 0, received = 0;
+  for (const ProfEvent& e : g_prof) {
+    if (e.ev.kind != RR_PROF_NET_EV_IO) continue;
+    EXPECT_TRUE(e.stopped);
+    bool send = e.ev.flags & RR_PROF_NET_FLAG_SEND;
+    (send ? sends : recvs) += 1;
+    (send ? sent : received) += e.bytes_at_stop;
+    EXPECT_EQ(e.ev.rail, send ? kSendDev : kListenDev);
+  }
+  EXPECT_EQ(sends, 2 * static_cast<int>(sizes.size()));
+  EXPECT_EQ(recvs, 2 * static_cast<int>(sizes.size()));
+  EXPECT_EQ(sent, total);
+  EXPECT_EQ(received, total);
   EXPECT_TRUE(g_warns.empty()) << Warns();
 }
 
@@ -257,6 +301,10 @@ TEST_F(IbPlugin, FailoverThroughTheAbi) {
   ASSERT_EQ(b.rails.size(), 4u);
   EXPECT_GE(b.rails[0].link_down_events, 1u);
   EXPECT_GE(b.rails[0].failovers, 1u);
+  // ... and NCCL's profiler: a failover event of rail 0 (delivered under a later isend / irecv's step).
+  bool failover = false;
+  for (const ProfEvent& e : g_prof) failover |= e.ev.kind == RR_PROF_NET_EV_FAILOVER && e.ev.rail == 0;
+  EXPECT_TRUE(failover) << g_prof.size() << " profiler events, no failover of rail 0";
   EXPECT_TRUE(Logged(g_warns, "re-sending")) << "no failover WARN: " << Warns();
 }
 
