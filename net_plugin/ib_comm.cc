@@ -11,7 +11,8 @@
 namespace rr::net {
 
 namespace {
-constexpr uint64_t kEagerLingerMs = 1000;
+constexpr uint64_t kEagerLingerMs = 1000;  // a closing sender, for its unacknowledged eager sends
+constexpr uint64_t kAckLingerMs = 1000;    // a closing receiver, for its queued acks
 
 // Port events the monitor published since the comm last looked, handed to its driver.
 template <typename Driver>
@@ -287,7 +288,7 @@ Status IbSendComm::Test(Request* r, int* done, int* size) {
 // Closing: the ack of the last message may still be a posted SEND that a destroyed QP would never
 // execute (a TCP close still delivers what was written); drive I/O until every control frame went out.
 IbRecvComm::~IbRecvComm() {
-  Deadline dl = Deadline::AfterMs(kEagerLingerMs);
+  Deadline dl = Deadline::AfterMs(kAckLingerMs);
   while (!drv_.Quiet() && core_.state() == ConnState::kActive && !dl.Expired()) (void)Progress();
 }
 

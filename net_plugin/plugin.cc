@@ -134,6 +134,9 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.eager_max = static_cast<size_t>(Params::Int(ParamId::EagerMax));
   cfg_.eager_pool = static_cast<size_t>(Params::Int(ParamId::EagerPool));
   cfg_.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
+#if RERAIL_WITH_IB
+  if (ib_ != nullptr) cfg_.streams = ib_->link.streams;  // QPs per IB link (the init line)
+#endif
   // auto = stripe on TCP, failover on IB (DESIGN.md); otherwise what was asked for.
   const std::string& policy = Params::Str(ParamId::Policy);
   cfg_.policy = policy == "failover" || (policy == "auto" && ib_ != nullptr) ? Policy::kFailover : Policy::kStripe;
