@@ -308,6 +308,77 @@ TEST_F(IbPlugin, FailoverThroughTheAbi) {
   EXPECT_TRUE(Logged(g_warns, "re-sending")) << "no failover WARN: " << Warns();
 }
 
+// NCCL opens many comms: four more pairs (listener on each device, sender on the next one) next to the
+// fixture's, every pair registering the same arenas (one MrCache entry, reference-counted), messages
+// interleaved over all five on one thread, each byte-checked; then everything closes in reverse order.
+TEST_F(IbPlugin, ManyCommsInterleaved) {
+  struct Pair {
+    void *lc = nullptr, *sc = nullptr, *rc = nullptr, *smh = nullptr, *rmh = nullptr;
+  };
+  std::vector<Pair> pairs(5);
+  pairs[0] = Pair{nullptr, sc_, rc_, smh_, rmh_};
+  for (int d = 0; d < 4; ++d) {
+    Pair& p = pairs[d + 1];
+    char handle[RR_NCCL_NET_HANDLE_MAXSIZE] = {};
+    ASSERT_EQ(net_->Listen(ctx_, d, handle, &p.lc), 0) << Warns();
+    for (int i = 0; i < 100000 && (p.sc == nullptr || p.rc == nullptr); ++i) {
+      if (p.sc == nullptr) {
+        ASSERT_EQ(net_->Connect(ctx_, (d + 1) % 4, handle, &p.sc), 0) << Warns();
+      }
+      if (p.rc == nullptr) {
+        ASSERT_EQ(net_->Accept(p.lc, &p.rc), 0) << Warns();
+      }
+    }
+    ASSERT_TRUE(p.sc && p.rc) << "pair " << d;
+    ASSERT_EQ(net_->RegMr(p.sc, src_.data(), src_.size(), RR_NCCL_PTR_HOST, &p.smh), 0);
+    ASSERT_EQ(net_->RegMr(p.rc, dst_.data(), dst_.size(), RR_NCCL_PTR_HOST, &p.rmh), 0);
+  }
+  const size_t kMsg = 300 * 1024 + 11;  // several chunks, not eager
+  const int kRounds = 6;
+  for (size_t i = 0; i < pairs.size() * kMsg; ++i) src_[i] = Pattern(i / kMsg, i);
+  for (int round = 0; round < kRounds; ++round) {
+    std::fill(dst_.begin(), dst_.begin() + pairs.size() * kMsg, 0x11);
+    std::vector<void*> sreq(pairs.size()), rreq(pairs.size());
+    for (size_t k = 0; k < pairs.size(); ++k) {  // each pair's own slice of the arenas
+      void* data = dst_.data() + k * kMsg;
+      size_t cap = kMsg;
+      int tag = 0;
+      for (int i = 0; i < 100000 && rreq[k] == nullptr; ++i) {
+        ASSERT_EQ(net_->Irecv(pairs[k].rc, 1, &data, &cap, &tag, &pairs[k].rmh, nullptr, &rreq[k]), 0) << Warns();
+      }
+      for (int i = 0; i < 100000 && sreq[k] == nullptr; ++i) {
+        ASSERT_EQ(net_->Isend(pairs[k].sc, src_.data() + k * kMsg, kMsg, 0, pairs[k].smh, nullptr, &sreq[k]), 0) << Warns();
+      }
+      ASSERT_TRUE(sreq[k] && rreq[k]);
+    }
+    size_t left = 2 * pairs.size();
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (left > 0 && std::chrono::steady_clock::now() < end) {
+      for (size_t k = 0; k < pairs.size(); ++k) {
+        for (void** req : {&sreq[k], &rreq[k]}) {
+          if (*req == nullptr) continue;
+          int done = 0, size = 0;
+          ASSERT_EQ(net_->Test(*req, &done, &size), 0) << "pair " << k << ": " << Warns();
+          if (!done) continue;
+          EXPECT_EQ(static_cast<size_t>(size), kMsg);
+          *req = nullptr;
+          --left;
+        }
+      }
+    }
+    ASSERT_EQ(left, 0u) << "round " << round << " not completed: " << Warns();
+    ASSERT_EQ(memcmp(dst_.data(), src_.data(), pairs.size() * kMsg), 0) << "round " << round;
+  }
+  for (size_t k = pairs.size() - 1; k >= 1; --k) {
+    EXPECT_EQ(net_->DeregMr(pairs[k].sc, pairs[k].smh), 0);
+    EXPECT_EQ(net_->DeregMr(pairs[k].rc, pairs[k].rmh), 0);
+    EXPECT_EQ(net_->CloseSend(pairs[k].sc), 0);
+    EXPECT_EQ(net_->CloseRecv(pairs[k].rc), 0);
+    EXPECT_EQ(net_->CloseListen(pairs[k].lc), 0);
+  }
+  EXPECT_TRUE(g_warns.empty()) << Warns();
+}
+
 // Tests `req` until it reports done or an error, for at most `ms`: 1 done, -1 error, 0 neither.
 int Wait(NetPlugin& net, void* req, int ms, int* size = nullptr) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
