@@ -111,7 +111,15 @@ Status IbBootstrap::Next(ib::IbLinkHello* h, bool* got) {
     if (st == IoState::kAgain) return Status::Ok();
     if (st == IoState::kClosed) return error_ = Status::Remote("IB bootstrap stream closed by the peer");
     if (st == IoState::kError) return error_ = Status::System("IB bootstrap stream read", err);
+    bool had_magic = in_got_ >= sizeof(uint32_t);
     in_got_ += n;
+    uint32_t magic = 0;
+    memcpy(&magic, in_, sizeof(magic));
+    if (!had_magic && in_got_ >= sizeof(magic) && magic != ib::kIbHelloMagic && magic != 0) {
+      // A TCP-mode peer's frames (TCP's hello / data / heartbeats), never a record of ours.
+      return error_ = Status::InvalidUsage("the peer sent something other than an IB link handshake on " +
+                                           link_->Describe() + ": it does not use RERAIL_TRANSPORT=ib (both ends must)");
+    }
   }
   memcpy(h, in_, sizeof(*h));
   in_got_ = 0;
@@ -192,7 +200,12 @@ Status IbSendComm::Progress() {
       // message it received completes here instead of being failed by the close.
       drv_->Progress(now);
       boot_dead_ = true;
-      drv_->OnPeerClosed(now, "receiver closed the connection: " + st.message());
+      if (st.code() == Code::kInvalidUsage) {  // a TCP-mode listener: a configuration error, not a fault
+        RR_WARN("conn %016lx: %s", static_cast<unsigned long>(conn_id_), st.message().c_str());
+        (void)core_->Abort(Code::kInvalidUsage, st.message());
+      } else {
+        drv_->OnPeerClosed(now, "receiver closed the connection: " + st.message());
+      }
     }
   }
   DrainCompletions(*core_);
@@ -327,7 +340,12 @@ Status IbRecvComm::Progress() {
   drv_.Progress(now);
   if (!closed.ok()) {
     boot_dead_ = true;
-    drv_.OnPeerClosed(now, "sender closed the connection: " + closed.message());
+    if (closed.code() == Code::kInvalidUsage) {  // a TCP-mode sender: a configuration error, not a fault
+      RR_WARN("conn %016lx: %s", static_cast<unsigned long>(conn_id_), closed.message().c_str());
+      (void)core_.Abort(Code::kInvalidUsage, closed.message());
+    } else {
+      drv_.OnPeerClosed(now, "sender closed the connection: " + closed.message());
+    }
   }
   Completion c;
   while (drv_.NextCompletion(&c)) {
@@ -381,6 +399,11 @@ Status IbListenComm::Accept(std::unique_ptr<IbRecvComm>* out) {
   std::unique_ptr<Link> link;
   RR_CHECK(listener_->Poll(&link));
   if (!link) return Status::Ok();
+  if (link->streams() != 1) {  // an IB sender's bootstrap has one stream; a TCP link RERAIL_TCP_STREAMS
+    RR_WARN("refused %s: %d streams, not an IB bootstrap stream: the sender does not use RERAIL_TRANSPORT=ib "
+            "(both ends must)", link->Describe().c_str(), link->streams());
+    return Status::Ok();
+  }
   *out = std::make_unique<IbRecvComm>(cfg_, ib_, std::move(link));
   return Status::Ok();
 }

@@ -18,8 +18,10 @@
 // and NCCL uses the same device index on both).
 //
 // Contract
-//   * Both ends must run with RERAIL_TRANSPORT=ib: a TCP peer of an IB peer fails its handshake or its
-//     first frame (IbLinkHello magic / Frame magic), never misreads data.
+//   * Both ends must run with RERAIL_TRANSPORT=ib. An IB listener refuses a TCP sender's link (more than
+//     one stream: WARN), and either IB end takes a bootstrap record that starts with anything but the
+//     IbLinkHello magic (or 0, a refusal) for a TCP-mode peer: one WARN naming RERAIL_TRANSPORT, then the
+//     connection ends as if the peer closed it. A TCP-mode end sees a bad frame magic. Nothing misreads data.
 //   * Memory: RegMr registers through IbContext::mrs on the PD of every IB device (MrCache), so any
 //     link of any comm can use any registration; the handle NCCL gets is an MrHandle*.
 //   * Threading as conn.h: setup on NCCL's proxy service thread, the data path (Isend/Irecv/Test) on

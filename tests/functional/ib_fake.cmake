@@ -51,7 +51,7 @@ set_tests_properties(ib_fake_driver_infiniband PROPERTIES LABELS functional TIME
 # handshakes over the TCP bootstrap stream (loopback), every size byte-checked, one failover.
 if(TARGET nccl-net-rerail)
   add_executable(test_ib_plugin ${CMAKE_CURRENT_LIST_DIR}/ib/ib_plugin_test.cc)
-  target_link_libraries(test_ib_plugin PRIVATE rerail_netdrv rerail_board rerail_prof_emit GTest::gtest GTest::gtest_main Threads::Threads ${CMAKE_DL_LIBS})
+  target_link_libraries(test_ib_plugin PRIVATE rerail_netdrv rerail_board rerail_prof_emit rerail_net_core GTest::gtest GTest::gtest_main Threads::Threads ${CMAKE_DL_LIBS})
   target_compile_definitions(test_ib_plugin PRIVATE RERAIL_NET_PLUGIN_PATH="$<TARGET_FILE:nccl-net-rerail>")
   add_dependencies(test_ib_plugin fakeverbs nccl-net-rerail)
   add_test(NAME ib_fake_plugin COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no --gtest_filter=-*PortEvent*)

@@ -20,7 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "handle.h"
 #include "net_loader.h"
+#include "transports/tcp/tcp.h"
 #include "rerail/prof_net_event.h"
 #include "rerail/rails/board.h"
 
@@ -392,6 +394,87 @@ int Wait(NetPlugin& net, void* req, int ms, int* size = nullptr) {
   }
   return 0;
 }
+
+// A peer left in TCP mode (RERAIL_TRANSPORT unset) dials this IB listener with rerail's own TCP
+// transport, as its plugin would: `streams` streams, then (one stream) a TCP frame where an IbLinkHello
+// belongs. Returns the link (null when it could not connect within 5 s); comms the listener accepted
+// meanwhile are appended to *accepted.
+std::unique_ptr<rr::net::Link> DialAsTcpPeer(NetPlugin& net, void* lc, const char* handle, int streams,
+                                             std::vector<void*>* accepted) {
+  rr::net::Handle h;
+  if (!rr::net::DecodeHandle(handle, &h).ok()) return nullptr;
+  std::vector<rr::net::DeviceInfo> devs;
+  if (!rr::net::tcp::DiscoverTcpDevices("lo", &devs).ok() || devs.empty()) return nullptr;
+  rr::net::tcp::TcpTransport tcp(std::move(devs), rr::net::tcp::TcpConfig{});
+  rr::net::LinkIdentity id;
+  id.nonce = h.nonce;
+  id.conn_id = 0x7c9;
+  id.chunk_size = 131072;
+  id.nstreams = streams;
+  std::unique_ptr<rr::net::Connector> c;
+  if (!tcp.Connect(0, h.addrs[0].addr, id, &c).ok()) return nullptr;
+  std::unique_ptr<rr::net::Link> link;
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!link && std::chrono::steady_clock::now() < end) {
+    if (!c->Poll(&link).ok()) return nullptr;
+    void* rc = nullptr;
+    if (net.Accept(lc, &rc) != 0) return nullptr;
+    if (rc != nullptr) accepted->push_back(rc);
+  }
+  return link;
+}
+
+// Both ends must choose RERAIL_TRANSPORT=ib; a TCP-mode sender is told apart, never misread: its
+// multi-stream link is refused at accept, and a one-stream link whose first bytes are a TCP frame ends
+// the connection (the receive fails at once), each with a WARN naming RERAIL_TRANSPORT.
+TEST_F(IbPlugin, TcpModeSenderIsRefusedNotMisread) {
+  char handle[RR_NCCL_NET_HANDLE_MAXSIZE] = {};
+  void* lc = nullptr;
+  ASSERT_EQ(net_->Listen(ctx_, 1, handle, &lc), 0) << Warns();
+  std::vector<void*> accepted;
+  auto two = DialAsTcpPeer(*net_, lc, handle, 2, &accepted);
+  ASSERT_TRUE(two) << "could not dial the IB listener over TCP";
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!Logged(g_warns, "not an IB bootstrap stream") && std::chrono::steady_clock::now() < end) {
+    void* rc = nullptr;
+    ASSERT_EQ(net_->Accept(lc, &rc), 0);
+    if (rc != nullptr) accepted.push_back(rc);
+  }
+  EXPECT_TRUE(accepted.empty()) << "a 2-stream TCP link became an IB comm";
+  for (void* c : accepted) EXPECT_EQ(net_->CloseRecv(c), 0);
+  accepted.clear();
+  EXPECT_TRUE(Logged(g_warns, "does not use RERAIL_TRANSPORT=ib")) << Warns();
+
+  auto one = DialAsTcpPeer(*net_, lc, handle, 1, &accepted);
+  ASSERT_TRUE(one);
+  for (int i = 0; i < 100000 && accepted.empty(); ++i) {
+    void* rc = nullptr;
+    ASSERT_EQ(net_->Accept(lc, &rc), 0);
+    if (rc != nullptr) accepted.push_back(rc);
+  }
+  ASSERT_EQ(accepted.size(), 1u) << "a 1-stream link is accepted (it may be an IB sender)";
+  void* rc = accepted[0];
+  rr::net::Frame f{};
+  f.magic_type = rr::net::FrameMagic(rr::net::FrameType::kHeartbeat);
+  iovec iov{&f, sizeof(f)};
+  size_t n = 0;
+  int err = 0;
+  ASSERT_EQ(one->Writev(0, &iov, 1, &n, &err), rr::net::IoState::kOk);
+  void* mh = nullptr;
+  ASSERT_EQ(net_->RegMr(rc, dst_.data(), 4096, RR_NCCL_PTR_HOST, &mh), 0);
+  void* data = dst_.data();
+  size_t cap = 4096;
+  int tag = 0;
+  void* req = nullptr;
+  ASSERT_EQ(net_->Irecv(rc, 1, &data, &cap, &tag, &mh, nullptr, &req), 0);
+  ASSERT_NE(req, nullptr);
+  EXPECT_EQ(Wait(*net_, req, 5000), -1) << "the receive of a connection from a TCP-mode sender did not fail";
+  EXPECT_TRUE(Logged(g_warns, "does not use RERAIL_TRANSPORT=ib (both ends must)")) << Warns();
+  EXPECT_EQ(net_->DeregMr(rc, mh), 0);
+  EXPECT_EQ(net_->CloseRecv(rc), 0);
+  EXPECT_EQ(net_->CloseListen(lc), 0);
+}
+
 
 // NCCL may close a receive comm as soon as its last receive completed, while the sender still waits for
 // that message's ack: the closing receiver must not drop the ack with its QPs (a TCP close delivers
