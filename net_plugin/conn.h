@@ -64,6 +64,10 @@ namespace rr::net {
 constexpr uint32_t kSendCommMagic = 0x53434f4du;  // "MOCS"
 constexpr uint32_t kRecvCommMagic = 0x52434f4du;
 constexpr uint32_t kListenCommMagic = 0x4c434f4du;
+// The comms of RERAIL_TRANSPORT=ib (ib_comm.h); the plugin dispatches on these.
+constexpr uint32_t kIbSendCommMagic = 0x53434249u;    // "IBCS"
+constexpr uint32_t kIbRecvCommMagic = 0x52434249u;    // "IBCR"
+constexpr uint32_t kIbListenCommMagic = 0x4c434249u;  // "IBCL"
 
 // Link events per local device, published by the link monitor (any thread) and polled by comms.
 struct RailSignals {

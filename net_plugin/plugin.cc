@@ -14,6 +14,7 @@
 #include "staging/stager.h"
 #include "transports/tcp/tcp.h"
 #if RERAIL_WITH_IB
+#include "ib_comm.h"
 #include "transports/ib/ib_devices.h"
 #endif
 
@@ -38,12 +39,24 @@ struct MemReg {
   void* data = nullptr;
   size_t size = 0;
   int type = 0;
+  void* ib = nullptr;  // RERAIL_TRANSPORT=ib: the ib::MrHandle of IbContext::mrs (every rail's PD)
 };
 
-void FreeMemReg(MemReg* mr) {
+void FreeMemReg(MemReg* mr, IbContext* ib) {
   if (mr->type == RR_NCCL_PTR_CUDA) staging::GpuBuffers::Get().Remove(mr->data, mr->size);
+#if RERAIL_WITH_IB
+  if (mr->ib != nullptr && ib != nullptr) {
+    Status st = ib->mrs->Deregister(static_cast<ib::MrHandle*>(mr->ib));
+    if (!st.ok()) RR_WARN("deregMr: %s", st.ToString().c_str());
+  }
+#else
+  (void)ib;
+#endif
   delete mr;
 }
+
+bool IsSend(uint32_t m) { return m == kSendCommMagic || m == kIbSendCommMagic; }
+bool IsRecv(uint32_t m) { return m == kRecvCommMagic || m == kIbRecvCommMagic; }
 
 template <typename T>
 Status CheckObj(void* p, uint32_t magic, const char* what) {
@@ -71,6 +84,12 @@ Plugin& Plugin::Get() {
 // finalized is freed (nothing NCCL holds points into it, and no NCCL thread calls in without an init
 // first), so a process that loads and unloads rerail ends with nothing of it left. One still in use is
 // kept: exit() may run while NCCL's proxy threads are inside a call, and they must find it intact.
+Plugin::~Plugin() {
+#if RERAIL_WITH_IB
+  delete ib_;
+#endif
+}
+
 void Plugin::FreeAtUnload() {
   if (g_plugin == nullptr) return;
   {
@@ -106,6 +125,8 @@ Status Plugin::FirstInit(int abi_version) {
     cfg.user_timeout_ms = static_cast<unsigned>(std::max<int64_t>(kMinUserTimeoutMs, Params::Int(ParamId::GiveupMs)));
     transport_ = std::make_unique<tcp::TcpTransport>(std::move(devs), cfg);
   }
+  // RERAIL_TRANSPORT=ib: the NCCL devices are IB ports; transport_ (TCP) carries only the handshakes.
+  if (Params::Str(ParamId::Transport) == "ib") RR_CHECK(OpenIb());
   cfg_.transport = transport_.get();
   cfg_.rails = &rails_;
   cfg_.loads = loads_;
@@ -113,22 +134,30 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.eager_max = static_cast<size_t>(Params::Int(ParamId::EagerMax));
   cfg_.eager_pool = static_cast<size_t>(Params::Int(ParamId::EagerPool));
   cfg_.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
-  // auto = stripe on TCP (DESIGN.md); failover only when asked for.
-  cfg_.policy = Params::Str(ParamId::Policy) == "failover" ? Policy::kFailover : Policy::kStripe;
+#if RERAIL_WITH_IB
+  if (ib_ != nullptr) cfg_.streams = ib_->link.streams;  // QPs per IB link (the init line)
+#endif
+  // auto = stripe on TCP, failover on IB (DESIGN.md); otherwise what was asked for.
+  const std::string& policy = Params::Str(ParamId::Policy);
+  cfg_.policy = policy == "failover" || (policy == "auto" && ib_ != nullptr) ? Policy::kFailover : Policy::kStripe;
   cfg_.stall_ns = static_cast<uint64_t>(Params::Int(ParamId::StallMs)) * 1000000ull;
   cfg_.heartbeat_ns = static_cast<uint64_t>(Params::Int(ParamId::HeartbeatMs)) * 1000000ull;
   cfg_.giveup_ns = static_cast<uint64_t>(Params::Int(ParamId::GiveupMs)) * 1000000ull;
   cfg_.backoff_min_ms = static_cast<uint64_t>(Params::Int(ParamId::FailbackMinMs));
   cfg_.backoff_max_ms = std::max<uint64_t>(cfg_.backoff_min_ms, Params::Int(ParamId::FailbackMaxMs));
+  // Board slot = NCCL device (IB ports with RERAIL_TRANSPORT=ib). The rtnetlink monitor watches TCP
+  // interfaces only: with IB the IbEventMonitor reports port events (StartIbMonitor).
   if (Params::Bool(ParamId::Board)) StartBoard();
   cfg_.board = board_.get();
-  if (Params::Bool(ParamId::LinkEvents)) StartLinkMonitor();
-  OfferGpuBuffers();
+  if (Params::Bool(ParamId::LinkEvents) && ib_ == nullptr) StartLinkMonitor();
+  StartIbMonitor();  // after the board: its events update it
+  if (ib_ == nullptr) OfferGpuBuffers();
+  else staging::GpuBuffers::Get().SetOffered(false);  // GPU memory over IB: not yet (host memory only)
   std::ostringstream names;
-  for (int i = 0; i < transport_->NumDevices(); ++i) names << (i ? "," : "") << transport_->Device(i).name;
+  for (int i = 0; i < NumDevs(); ++i) names << (i ? "," : "") << Dev(i).name;
   RR_INFO(log::kFlagInit | log::kFlagNet,
           "rerail %s ABI v%d, transports: %s(%s), policy %s, %d stream(s)/link, chunk %u B, nofile %lu",
-          rr::Version(), abi_version, transport_->name(), names.str().c_str(),
+          rr::Version(), abi_version, ib_ != nullptr ? "ib" : transport_->name(), names.str().c_str(),
           cfg_.policy == Policy::kFailover ? "failover" : "stripe", cfg_.streams, cfg_.chunk,
           static_cast<unsigned long>(nofile));
   return Status::Ok();
@@ -152,9 +181,10 @@ Status Plugin::ProbeIb() {
   }
   std::string names;
   for (const ib::IbPort& p : d.ports) names += (names.empty() ? "" : ",") + p.name;
-  RR_INFO(log::kFlagInit | log::kFlagNet,
-          "IB ports found (%s) but the verbs data path is not built yet (issue 12): offering TCP devices only",
-          names.c_str());
+  if (Params::Str(ParamId::Transport) != "ib") {
+    RR_INFO(log::kFlagInit | log::kFlagNet, "IB ports found (%s) but RERAIL_TRANSPORT=tcp: offering TCP devices only",
+            names.c_str());
+  }
 #else
   if (!ib_probed_) RR_INFO(log::kFlagInit | log::kFlagNet, "IB not used (built with RERAIL_ENABLE_IB=OFF): offering TCP devices only");
   ib_probed_ = true;
@@ -198,9 +228,9 @@ void Plugin::OnLinkEvent(const rails::LinkEvent& ev) {
 void Plugin::StartBoard() {
   if (board_) return;
   Status st = rails::BoardWriter::Create("net", &board_);
-  for (int d = 0; st.ok() && d < transport_->NumDevices(); ++d) {
+  for (int d = 0; st.ok() && d < NumDevs(); ++d) {
     int slot = -1;
-    st = board_->AddRail(transport_->Device(d).name, &slot);
+    st = board_->AddRail(Dev(d).name, &slot);
     if (st.ok() && slot != d) st = Status::Internal("board slot mismatch");
   }
   if (!st.ok()) {
@@ -224,7 +254,7 @@ int Plugin::RailStatesForTuner(void* self, uint32_t* states, int max) {
   // Runs under the registry's lock; Finalize unregisters (taking that lock) before the board goes.
   auto* p = static_cast<Plugin*>(self);
   if (!p->transport_) return 0;
-  int n = std::min(p->transport_->NumDevices(), std::min(max, static_cast<int>(kMaxRails)));
+  int n = std::min(p->NumDevs(), std::min(max, static_cast<int>(kMaxRails)));
   for (int d = 0; d < n; ++d) {
     rails::RailState s = p->board_ ? p->board_->State(d)
                          : p->rails_.down[d].load(std::memory_order_acquire) ? rails::RailState::kFailed
@@ -261,7 +291,8 @@ Status Plugin::Init(log::LoggerFn logger, rrNcclProfilerCallback_t prof, int abi
 }
 
 void Plugin::ReleaseAll() {
-  size_t leaked = sends_.size() + recvs_.size() + listens_.size() + connecting_.size();
+  size_t leaked = sends_.size() + recvs_.size() + listens_.size() + connecting_.size() + ib_sends_.size() +
+                  ib_recvs_.size() + ib_listens_.size() + ib_connecting_.size();
   if (leaked > 0) RR_INFO(log::kFlagNet, "finalize: closing %zu comm(s) NCCL left open", leaked);
   for (auto* c : sends_) delete c;
   for (auto* c : recvs_) delete c;
@@ -270,8 +301,17 @@ void Plugin::ReleaseAll() {
   recvs_.clear();
   listens_.clear();
   connecting_.clear();
+  for (auto* c : ib_sends_) delete c;
+  for (auto* c : ib_recvs_) delete c;
+#if RERAIL_WITH_IB
+  for (auto* c : ib_listens_) delete c;
+#endif
+  ib_sends_.clear();
+  ib_recvs_.clear();
+  ib_listens_.clear();
+  ib_connecting_.clear();
   if (!mrs_.empty()) RR_INFO(log::kFlagNet, "finalize: freeing %zu memory registration(s) NCCL left", mrs_.size());
-  for (void* mr : mrs_) FreeMemReg(static_cast<MemReg*>(mr));
+  for (void* mr : mrs_) FreeMemReg(static_cast<MemReg*>(mr), ib_);
   mrs_.clear();
 }
 
@@ -294,6 +334,7 @@ Status Plugin::Finalize(void* ctx) {
     ReleaseAll();
     if (monitor_) monitor_->Stop();
     monitor_.reset();
+    StopIbMonitor();
     cfg_.board = nullptr;
     board_.reset();
     cfg_.prof = nullptr;
@@ -303,11 +344,24 @@ Status Plugin::Finalize(void* ctx) {
   return Status::Ok();
 }
 
+int Plugin::NumDevs() const {
+#if RERAIL_WITH_IB
+  if (ib_ != nullptr) return static_cast<int>(ib_->info.size());
+#endif
+  return transport_ ? transport_->NumDevices() : 0;
+}
+
+const DeviceInfo& Plugin::Dev(int dev) const {
+#if RERAIL_WITH_IB
+  if (ib_ != nullptr) return ib_->info[dev];
+#endif
+  return transport_->Device(dev);
+}
+
 Status Plugin::CheckDev(int dev) const {
   if (!transport_) return Status::Internal("net plugin used before init");
-  if (dev < 0 || dev >= transport_->NumDevices()) {
-    return Status::Internal("device " + std::to_string(dev) + " does not exist (" +
-                            std::to_string(transport_->NumDevices()) + " devices)");
+  if (dev < 0 || dev >= NumDevs()) {
+    return Status::Internal("device " + std::to_string(dev) + " does not exist (" + std::to_string(NumDevs()) + " devices)");
   }
   return Status::Ok();
 }
@@ -315,14 +369,14 @@ Status Plugin::CheckDev(int dev) const {
 Status Plugin::Devices(int* ndev) {
   if (ndev == nullptr) return Status::Internal("devices with a NULL count pointer");
   if (!transport_) return Status::Internal("devices() before init");
-  *ndev = transport_->NumDevices();
+  *ndev = NumDevs();
   return Status::Ok();
 }
 
 Status Plugin::GetProperties(int dev, rrNcclNetProperties_v12_t* p) {
   if (p == nullptr) return Status::Internal("getProperties with a NULL properties pointer");
   RR_CHECK(CheckDev(dev));
-  const DeviceInfo& d = transport_->Device(dev);
+  const DeviceInfo& d = Dev(dev);
   std::memset(p, 0, sizeof(*p));
   p->name = const_cast<char*>(d.name.c_str());
   p->pciPath = d.pci_path.empty() ? nullptr : const_cast<char*>(d.pci_path.c_str());
@@ -353,6 +407,7 @@ Status Plugin::Listen(int dev, void* handle, void** listen_comm) {
   if (handle == nullptr) return Status::Internal("listen with a NULL handle buffer");
   std::lock_guard<std::mutex> lk(mu_);
   RR_CHECK(CheckDev(dev));
+  if (ib_ != nullptr) return IbListen(dev, handle, listen_comm);
   Nonce nonce;
   RR_CHECK(RandomNonce(&nonce));
   Handle h;
@@ -377,6 +432,7 @@ Status Plugin::Connect(int dev, void* handle, void** send_comm) {
   if (!dec.ok()) return Status::InvalidArg("connect: " + dec.message());
   std::lock_guard<std::mutex> lk(mu_);
   RR_CHECK(CheckDev(dev));
+  if (ib_ != nullptr) return IbConnect(dev, h, handle, send_comm);
   auto key = std::make_pair(static_cast<const void*>(handle), h.nonce);
   auto it = connecting_.find(key);
   if (it == connecting_.end()) {
@@ -417,6 +473,10 @@ std::vector<LinkPlan> Plugin::PlanLinks(int dev, const Handle& h) const {
 Status Plugin::Accept(void* listen_comm, void** recv_comm) {
   if (recv_comm == nullptr) return Status::Internal("accept with a NULL comm pointer");
   *recv_comm = nullptr;
+  if (listen_comm != nullptr && *static_cast<const uint32_t*>(listen_comm) == kIbListenCommMagic) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return IbAccept(listen_comm, recv_comm);
+  }
   RR_CHECK(CheckObj<ListenComm>(listen_comm, kListenCommMagic, "listen comm"));
   std::lock_guard<std::mutex> lk(mu_);
   if (listens_.count(static_cast<ListenComm*>(listen_comm)) == 0) {
@@ -435,7 +495,7 @@ Status Plugin::RegMr(void* comm, void* data, size_t size, int type, void** mhand
   *mhandle = nullptr;
   if (comm == nullptr) return Status::Internal("regMr on a NULL comm");
   uint32_t m = Comm::PeekMagic(comm);
-  if (m != kSendCommMagic && m != kRecvCommMagic) return Status::Internal("regMr on an object that is not a rerail comm");
+  if (!IsSend(m) && !IsRecv(m)) return Status::Internal("regMr on an object that is not a rerail comm");
   bool gpu = type == RR_NCCL_PTR_CUDA && staging::GpuBuffers::Get().offered();
   if (type != RR_NCCL_PTR_HOST && !gpu) {
     return Status::Internal("regMr type " + std::to_string(type) + ": rerail offers " +
@@ -452,6 +512,13 @@ Status Plugin::RegMr(void* comm, void* data, size_t size, int type, void** mhand
   mr->data = data;
   mr->size = size;
   mr->type = type;
+#if RERAIL_WITH_IB
+  if (m == kIbSendCommMagic || m == kIbRecvCommMagic) {
+    ib::MrHandle* h = nullptr;
+    RR_CHECK(ib_->mrs->Register(data, size, &h));  // takes the cache's own lock
+    mr->ib = h;
+  }
+#endif
   std::lock_guard<std::mutex> lk(mu_);
   mrs_.insert(mr.get());
   *mhandle = mr.release();
@@ -463,29 +530,50 @@ Status Plugin::DeregMr(void* /*comm*/, void* mhandle) {
   std::lock_guard<std::mutex> lk(mu_);
   // Looked up, not dereferenced: a foreign or already freed handle is refused without touching it.
   if (mrs_.erase(mhandle) == 0) return Status::Internal("deregMr of a handle rerail did not create or already freed");
-  FreeMemReg(static_cast<MemReg*>(mhandle));
+  FreeMemReg(static_cast<MemReg*>(mhandle), ib_);
   return Status::Ok();
 }
 
-Status Plugin::Isend(void* send_comm, void* data, size_t size, void* phandle, void** request) {
+Status Plugin::Isend(void* send_comm, void* data, size_t size, void* mhandle, void* phandle, void** request) {
   if (request == nullptr) return Status::Internal("isend with a NULL request pointer");
   *request = nullptr;
-  RR_CHECK(CheckObj<Comm>(send_comm, kSendCommMagic, "send comm"));
+  const bool ib = send_comm != nullptr && Comm::PeekMagic(send_comm) == kIbSendCommMagic;
+  if (!ib) RR_CHECK(CheckObj<Comm>(send_comm, kSendCommMagic, "send comm"));
   if (size > kMaxMessageBytes) return Status::Internal("isend of " + std::to_string(size) + " bytes exceeds maxP2pBytes");
   Request* r = nullptr;
-  RR_CHECK(static_cast<SendComm*>(send_comm)->Isend(data, size, phandle, &r));
+  if (ib) {
+#if RERAIL_WITH_IB
+    // The data path never takes mu_: mhandle is what regMr returned (a MemReg while registered).
+    auto* mh = mhandle != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mhandle)->ib) : nullptr;
+    RR_CHECK(static_cast<IbSendComm*>(send_comm)->Isend(data, size, mh, phandle, &r));
+#endif
+  } else {
+    RR_CHECK(static_cast<SendComm*>(send_comm)->Isend(data, size, phandle, &r));
+  }
+  (void)mhandle;
   *request = r;
   return Status::Ok();
 }
 
-Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** phandles, void** request) {
+Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles, void** phandles,
+                     void** request) {
   if (request == nullptr) return Status::Internal("irecv with a NULL request pointer");
   *request = nullptr;  // the 0x1 optional-completion hint is ignored: every receive completes normally
-  RR_CHECK(CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm"));
+  const bool ib = recv_comm != nullptr && Comm::PeekMagic(recv_comm) == kIbRecvCommMagic;
+  if (!ib) RR_CHECK(CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm"));
   if (n != 1) return Status::Internal("irecv with n=" + std::to_string(n) + " but maxRecvs is 1");
   if (data == nullptr || sizes == nullptr) return Status::Internal("irecv with NULL data or sizes array");
   Request* r = nullptr;
-  RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(data[0], sizes[0], phandles != nullptr ? phandles[0] : nullptr, &r));
+  if (ib) {
+#if RERAIL_WITH_IB
+    void* mr = mhandles != nullptr ? mhandles[0] : nullptr;
+    auto* mh = mr != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mr)->ib) : nullptr;
+    RR_CHECK(static_cast<IbRecvComm*>(recv_comm)->Irecv(data[0], sizes[0], mh, phandles != nullptr ? phandles[0] : nullptr, &r));
+#endif
+  } else {
+    RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(data[0], sizes[0], phandles != nullptr ? phandles[0] : nullptr, &r));
+  }
+  (void)mhandles;
   *request = r;
   return Status::Ok();
 }
@@ -493,6 +581,7 @@ Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** 
 Status Plugin::Iflush(void* recv_comm, int /*n*/, void** request) {
   if (request == nullptr) return Status::Internal("iflush with a NULL request pointer");
   *request = nullptr;  // host memory: the data is visible as soon as the receive completed
+  if (recv_comm != nullptr && Comm::PeekMagic(recv_comm) == kIbRecvCommMagic) return Status::Ok();
   return CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm");
 }
 
@@ -508,6 +597,13 @@ Status Plugin::Test(void* request, int* done, int* sizes) {
 }
 
 Status Plugin::CloseSend(void* send_comm) {
+  if (send_comm != nullptr && Comm::PeekMagic(send_comm) == kIbSendCommMagic) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto* c = static_cast<Comm*>(send_comm);
+    if (ib_sends_.erase(c) == 0) return Status::Internal("closeSend of an unknown or closed comm");
+    delete c;
+    return Status::Ok();
+  }
   RR_CHECK(CheckObj<Comm>(send_comm, kSendCommMagic, "send comm"));
   std::lock_guard<std::mutex> lk(mu_);
   auto* c = static_cast<SendComm*>(send_comm);
@@ -517,6 +613,13 @@ Status Plugin::CloseSend(void* send_comm) {
 }
 
 Status Plugin::CloseRecv(void* recv_comm) {
+  if (recv_comm != nullptr && Comm::PeekMagic(recv_comm) == kIbRecvCommMagic) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto* c = static_cast<Comm*>(recv_comm);
+    if (ib_recvs_.erase(c) == 0) return Status::Internal("closeRecv of an unknown or closed comm");
+    delete c;
+    return Status::Ok();
+  }
   RR_CHECK(CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm"));
   std::lock_guard<std::mutex> lk(mu_);
   auto* c = static_cast<RecvComm*>(recv_comm);
@@ -526,6 +629,15 @@ Status Plugin::CloseRecv(void* recv_comm) {
 }
 
 Status Plugin::CloseListen(void* listen_comm) {
+#if RERAIL_WITH_IB
+  if (listen_comm != nullptr && *static_cast<const uint32_t*>(listen_comm) == kIbListenCommMagic) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto* c = static_cast<IbListenComm*>(listen_comm);
+    if (ib_listens_.erase(c) == 0) return Status::Internal("closeListen of an unknown or closed comm");
+    delete c;
+    return Status::Ok();
+  }
+#endif
   RR_CHECK(CheckObj<ListenComm>(listen_comm, kListenCommMagic, "listen comm"));
   std::lock_guard<std::mutex> lk(mu_);
   auto* c = static_cast<ListenComm*>(listen_comm);

@@ -43,6 +43,9 @@
 
 namespace rr::net {
 
+struct IbContext;
+class IbListenComm;
+
 class Plugin {
  public:
   static Plugin& Get();
@@ -62,14 +65,17 @@ class Plugin {
   Status Accept(void* listen_comm, void** recv_comm);
   Status RegMr(void* comm, void* data, size_t size, int type, void** mhandle);
   Status DeregMr(void* comm, void* mhandle);
+  // mhandle / mhandles[0]: regMr's handle (used by IB; may be NULL over TCP).
   // phandle / phandles[0]: NCCL's profiler step handle (may be NULL).
-  Status Isend(void* send_comm, void* data, size_t size, void* phandle, void** request);
-  Status Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** phandles, void** request);
+  Status Isend(void* send_comm, void* data, size_t size, void* mhandle, void* phandle, void** request);
+  Status Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles, void** phandles, void** request);
   Status Iflush(void* recv_comm, int n, void** request);
   Status Test(void* request, int* done, int* sizes);
   Status CloseSend(void* send_comm);
   Status CloseRecv(void* recv_comm);
   Status CloseListen(void* listen_comm);
+
+  ~Plugin();
 
  private:
   Plugin() = default;
@@ -84,6 +90,17 @@ class Plugin {
   void ReleaseAll();
   Status CheckDev(int dev) const;
   std::vector<LinkPlan> PlanLinks(int dev, const Handle& h) const;
+  // The NCCL devices: IB ports with RERAIL_TRANSPORT=ib, else the TCP transport's interfaces.
+  int NumDevs() const;
+  const DeviceInfo& Dev(int dev) const;
+  // RERAIL_TRANSPORT=ib (ib_comm.h); only with RERAIL_WITH_IB, else they refuse.
+  Status OpenIb();
+  Status IbListen(int dev, void* handle, void** listen_comm);
+  Status IbConnect(int dev, const Handle& h, const void* handle, void** send_comm);
+  Status IbAccept(void* listen_comm, void** recv_comm);
+  // IB port events -> rails_ (slot = IB device): started at the first init, joined at the last finalize.
+  void StartIbMonitor();
+  void StopIbMonitor();
 
   std::mutex mu_;  // guards everything below; never taken by isend/irecv/test
   int refs_ = 0;
@@ -101,6 +118,13 @@ class Plugin {
   std::set<void*> mrs_;  // live regMr handles (MemReg): deregMr checks membership; the last finalize frees the rest
   // connect() in progress: (handle address, nonce) → the send comm being set up.
   std::map<std::pair<const void*, Nonce>, std::unique_ptr<SendComm>> connecting_;
+  // RERAIL_TRANSPORT=ib: the IB devices and registrations (ib_comm.h; opened at the first init, kept
+  // like transport_ until the library is unloaded) and the IB comms. Raw: IbContext is only complete
+  // where the IB transport is built (plugin.cc frees them).
+  IbContext* ib_ = nullptr;
+  std::set<Comm*> ib_sends_, ib_recvs_;
+  std::set<IbListenComm*> ib_listens_;
+  std::map<std::pair<const void*, Nonce>, std::unique_ptr<Comm>> ib_connecting_;
 };
 
 }  // namespace rr::net

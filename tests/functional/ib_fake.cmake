@@ -45,3 +45,22 @@ add_test(NAME ib_fake_driver_infiniband COMMAND $<TARGET_FILE:test_ib_driver> --
 set_tests_properties(ib_fake_driver_infiniband PROPERTIES LABELS functional TIMEOUT 120
   ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;FAKEVERBS_LINK_LAYER=ib"
   FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+
+# RERAIL_TRANSPORT=ib through the plugin's ABI (issue 12 stage 3, ib_plugin_test.cc): the dlopened
+# libnccl-net-rerail.so offers the 4 fake ports, listen/connect/accept in one process with the link
+# handshakes over the TCP bootstrap stream (loopback), every size byte-checked, one failover.
+if(TARGET nccl-net-rerail)
+  add_executable(test_ib_plugin ${CMAKE_CURRENT_LIST_DIR}/ib/ib_plugin_test.cc)
+  target_link_libraries(test_ib_plugin PRIVATE rerail_netdrv rerail_board rerail_prof_emit rerail_net_core GTest::gtest GTest::gtest_main Threads::Threads ${CMAKE_DL_LIBS})
+  target_compile_definitions(test_ib_plugin PRIVATE RERAIL_NET_PLUGIN_PATH="$<TARGET_FILE:nccl-net-rerail>")
+  add_dependencies(test_ib_plugin fakeverbs nccl-net-rerail)
+  add_test(NAME ib_fake_plugin COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no --gtest_filter=-*PortEvent*)
+  set_tests_properties(ib_fake_plugin PROPERTIES LABELS functional TIMEOUT 120
+    ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo"
+    FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+  # Port events through the plugin: QP timeout ~17 s, so only the IbEventMonitor can fail the link.
+  add_test(NAME ib_fake_plugin_port_event COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no --gtest_filter=*PortEvent*)
+  set_tests_properties(ib_fake_plugin_port_event PROPERTIES LABELS functional TIMEOUT 120
+    ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_IB_TIMEOUT=20"
+    FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]|\\[==========\\] 0 tests")
+endif()

@@ -26,9 +26,12 @@
   RR_PARAM(ConnectTimeoutMs, "CONNECT_TIMEOUT_MS", kInt, "30000", "ms", "100:3600000",                    \
            "How long connect/accept keep retrying a rail before giving up on it")                              \
   /* IB verbs transport (issue 12) */                                                                      \
+  RR_PARAM(Transport, "TRANSPORT", kEnum, "tcp", "", "tcp|ib",                                               \
+           "tcp: NCCL devices are the TCP interfaces. ib: they are the IB/RoCE ports found (RERAIL_IB_LIB, RERAIL_IB_HCA; none is an init error) " \
+           "and data travels over RC QPs; each connection's link handshakes use one TCP bootstrap stream (RERAIL_TCP_IFNAME). Both ends must agree") \
   RR_PARAM(IbLib, "IB_LIB", kString, "libibverbs.so.1", "", "",                                            \
            "libibverbs to dlopen at init (a name the dynamic loader resolves, or a path with '/'); 'none' disables IB. " \
-           "Where it cannot be opened, or lists no device, only TCP devices are offered") \
+           "Where it cannot be opened, or lists no device, only TCP devices are offered (RERAIL_TRANSPORT=ib: init fails)") \
   RR_PARAM(IbHca, "IB_HCA", kString, "", "", "",                                                           \
            "HCAs/ports to use, NCCL syntax: prefix list 'mlx5_0:1,mlx5_1' (':port' optional), '^' excludes, '=' exact names. Empty: every active port") \
   RR_PARAM(IbGidIndex, "IB_GID_INDEX", kInt, "-1", "", "-1:1023",                                          \

@@ -84,6 +84,13 @@ class IbLink {
   void StageFree(int slot);        // an allocated buffer that was not posted
   Status PostStaged(int stream, int slot, uint32_t len);
   int stage_free() const { return static_cast<int>(stage_free_.size()); }
+  // Some send WR has not completed yet (a QP destroyed now may never execute it).
+  bool SendsPending() const {
+    for (const Stream& s : s_) {
+      if (!s.wrs.empty()) return true;
+    }
+    return false;
+  }
 
   // ---- receive credits
   void Grant(const IbCredit& c);

@@ -119,6 +119,20 @@ void IbRecvDriver::LinkError(uint64_t now, int idx, const std::string& why) {
   Guard();
 }
 
+void IbRecvDriver::OnPeerClosed(uint64_t now, const std::string& why) {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].up) core_->OnLinkError(now, static_cast<int>(i), why, true);
+  }
+  Guard();
+}
+
+bool IbRecvDriver::Quiet() const {
+  for (const Link& l : links_) {
+    if (l.up && (!l.out.empty() || l.ib->SendsPending())) return false;
+  }
+  return true;
+}
+
 // The late-write guard (header): a link the core no longer has goes to ERR at once.
 void IbRecvDriver::Guard() {
   for (size_t i = 0; i < links_.size(); ++i) {

@@ -30,6 +30,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,11 @@ class IbRecvDriver {
   void OnRailEvent(int rail, bool down);
   void Progress(uint64_t now);
   bool NextCompletion(net::Completion* out);
+  // The sender closed the connection (the plugin's bootstrap stream ended): every live link counts as
+  // closed by the peer, so the core ends in kPeerClosed, or fails a receive still pending.
+  void OnPeerClosed(uint64_t now, const std::string& why);
+  // Every control frame queued so far was posted and its SEND completed: closing now loses no ack.
+  bool Quiet() const;
 
   struct Stats {
     uint64_t placed_written = 0;  // headers of chunks the sender wrote in place

@@ -44,6 +44,14 @@ void IbSendDriver::OnRailEvent(int rail, bool down) {
   events_.emplace_back(rail, down);
 }
 
+void IbSendDriver::OnPeerClosed(uint64_t now, const std::string& why) {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    links_[i].dialing = false;
+    core_->OnLinkError(now, static_cast<int>(i), why, true);  // a link already failed is not counted again
+  }
+  DrainCommands(now);
+}
+
 void IbSendDriver::LinkError(uint64_t now, int idx, const std::string& why) {
   if (!links_[idx].up) return;
   core_->OnLinkError(now, idx, why, false);
@@ -118,10 +126,12 @@ void IbSendDriver::DrainCommands(uint64_t now) {
 void IbSendDriver::Connect(uint64_t now, int idx, uint32_t epoch) {
   Link& l = links_[idx];
   l.up = false;
+  l.dialing = false;
   for (auto& q : l.fence) q.clear();
   Status st = l.ib ? Status::Ok() : IbLink::Create(*l.spec.dev, cfg_, &l.ib);
   if (st.ok()) st = l.ib->Prepare();
   IbLinkHello hello{}, answer{};
+  bool answered = false;
   if (st.ok()) {
     hello.magic = kIbHelloMagic;
     hello.version = 1;
@@ -134,18 +144,49 @@ void IbSendDriver::Connect(uint64_t now, int idx, uint32_t epoch) {
     hello.chunk = chunk_;
     hello.recv_slots = l.ib->recv_slots();
     l.ib->Endpoints(hello.ep);
-    st = dialer_->Dial(now, hello, &answer);
+    st = dialer_->Dial(now, hello, &answer, &answered);
   }
-  if (st.ok() && (answer.magic != kIbHelloMagic || answer.link != idx || answer.streams != cfg_.streams ||
-                  answer.epoch != epoch || answer.rail >= kCtsRails)) {
-    st = Status::Remote("bad handshake answer");
+  if (!st.ok()) return ConnectFailed(now, idx, st);
+  l.dialing = true;
+  l.dial_epoch = epoch;
+  if (answered) Answered(now, idx, answer);
+}
+
+void IbSendDriver::PollDials(uint64_t now) {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    int idx = static_cast<int>(i);
+    while (links_[i].dialing) {
+      IbLinkHello answer{};
+      bool answered = false;
+      Status st = dialer_->Poll(now, idx, &answer, &answered);
+      if (!st.ok()) {
+        ConnectFailed(now, idx, st);
+        break;
+      }
+      if (!answered) break;
+      if (answer.link == idx && answer.epoch != links_[i].dial_epoch) continue;  // a stale answer
+      Answered(now, idx, answer);
+    }
+  }
+}
+
+void IbSendDriver::ConnectFailed(uint64_t now, int idx, const Status& st) {
+  Link& l = links_[idx];
+  l.dialing = false;
+  if (l.ib) l.ib->Fail();
+  core_->OnConnectFailed(now, idx, st.message());
+}
+
+void IbSendDriver::Answered(uint64_t now, int idx, const IbLinkHello& answer) {
+  Link& l = links_[idx];
+  l.dialing = false;
+  Status st;
+  if (answer.magic != kIbHelloMagic || answer.link != idx || answer.streams != cfg_.streams ||
+      answer.epoch != l.dial_epoch || answer.rail >= kCtsRails) {
+    st = Status::Remote("handshake refused or malformed answer");
   }
   if (st.ok()) st = l.ib->Connect(answer.ep, answer.recv_slots);
-  if (!st.ok()) {
-    if (l.ib) l.ib->Fail();
-    core_->OnConnectFailed(now, idx, st.message());
-    return;
-  }
+  if (!st.ok()) return ConnectFailed(now, idx, st);
   l.peer_rail = answer.rail;
   l.up = true;
   ++stats_.connects;
@@ -163,6 +204,7 @@ void IbSendDriver::Close(int idx, const Frame& notice) {
   Link& l = links_[idx];
   if (l.ib) l.ib->Fail();  // no retransmission of its WRs after this
   l.up = false;
+  l.dialing = false;  // an answer still on its way is stale now
   for (auto& q : l.fence) q.clear();
   for (size_t j = 0; j < links_.size(); ++j) {
     if (static_cast<int>(j) == idx || !links_[j].up) continue;
@@ -203,6 +245,7 @@ void IbSendDriver::Push(uint64_t now) {
   }
   for (const auto& [rail, down] : evs) core_->OnRail(now, rail, down);
   DrainCommands(now);
+  PollDials(now);
   if (core_->SampleDue(now)) {
     std::vector<net::LinkSample> samples(links_.size());
     for (size_t i = 0; i < links_.size(); ++i) {

@@ -5,9 +5,10 @@
 // Contract
 //   * One driver per SendCore, which it does not own; links[i] is the local device of the core's link i
 //     (rail = the index of that device in MrHandle::keys, peer_rail = the receiver's rail to dial). The
-//     core's kConnect runs the handshake through the IbDialer (synchronous here; the plugin will run it
-//     over the link's TCP bootstrap socket) and (re)creates the link's QPs: RESET -> INIT -> RTR -> RTS
-//     on both ends — the failback path is the same as the first connect. kClose moves its QPs to ERR.
+//     core's kConnect runs the handshake through the IbDialer (answered at once in-process, or later
+//     over the plugin's TCP bootstrap stream: the link stays connecting meanwhile) and (re)creates the
+//     link's QPs: RESET -> INIT -> RTR -> RTS on both ends — the failback path is the same as the
+//     first connect. kClose moves its QPs to ERR and forgets a handshake still pending.
 //   * Isend() wraps SendCore::Isend and remembers the buffer's registration (an MrHandle of the
 //     sender's MrCache over the same rails) for the RDMA writes of its chunks.
 //   * Progress(now) = PollCompletions(now) then Push(now): one pass of core.h's driver loop. The first
@@ -32,6 +33,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -42,11 +44,21 @@
 
 namespace rr::ib {
 
-// The handshake seam: delivers a sender's hello to the receiver's driver and returns its answer.
+// The handshake seam: delivers a sender's hello to the receiver's driver (IbRecvDriver::Accept) and
+// brings back its answer. Either at once (in-process, tests) or later (the plugin's TCP bootstrap
+// stream, ib_comm.h): Dial() sets *answered when *answer is already filled; otherwise the driver asks
+// Poll(link) on every Push() until it answers. Answers of one link come in the order of its hellos; an
+// answer whose epoch is not the one the driver waits for is stale (a re-dial overtook it) and dropped.
+// An error from either call fails that connect attempt (the core re-probes with back-off).
 class IbDialer {
  public:
   virtual ~IbDialer() = default;
-  virtual Status Dial(uint64_t now, const IbLinkHello& hello, IbLinkHello* answer) = 0;
+  virtual Status Dial(uint64_t now, const IbLinkHello& hello, IbLinkHello* answer, bool* answered) = 0;
+  virtual Status Poll(uint64_t now, int link, IbLinkHello* answer, bool* answered) {
+    (void)now, (void)link, (void)answer;
+    *answered = false;
+    return Status::Internal("this dialer answers every hello at once");
+  }
 };
 
 struct IbSendLinkSpec {
@@ -64,6 +76,9 @@ class IbSendDriver {
 
   Status Isend(uint64_t now, const void* data, size_t size, const MrHandle* mh, void* owner, bool* posted);
   void OnRailEvent(int rail, bool down);
+  // The receiver closed the connection (the plugin's bootstrap stream ended): every link counts as
+  // closed by the peer, so the core ends in kPeerClosed (everything acknowledged) or fails.
+  void OnPeerClosed(uint64_t now, const std::string& why);
   void Progress(uint64_t now) {
     PollCompletions(now);
     Push(now);
@@ -88,6 +103,8 @@ class IbSendDriver {
     IbSendLinkSpec spec;
     std::unique_ptr<IbLink> ib;
     bool up = false;  // connected and not closed by the core
+    bool dialing = false;     // a hello is out, its answer not in yet
+    uint32_t dial_epoch = 0;  // the epoch that hello carried
     int peer_rail = 0;
     std::vector<std::deque<net::Frame>> fence;  // notices to write first, per stream
   };
@@ -100,6 +117,9 @@ class IbSendDriver {
 
   void DrainCommands(uint64_t now);
   void Connect(uint64_t now, int idx, uint32_t epoch);
+  void PollDials(uint64_t now);
+  void Answered(uint64_t now, int idx, const IbLinkHello& answer);
+  void ConnectFailed(uint64_t now, int idx, const Status& st);
   void Close(int idx, const net::Frame& notice);
   void LinkError(uint64_t now, int idx, const std::string& why);
   void OnRecv(uint64_t now, int idx, const IbLink::Event& ev);

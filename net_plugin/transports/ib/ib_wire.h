@@ -3,8 +3,8 @@
 // 1. IbLinkHello: one link's handshake, each way once per (re)connect. The sender's driver fills it on
 //    the core's kConnect (its QPs' endpoints, the link index and epoch); the receiver's driver answers
 //    with its own QPs and the rail it put the link on. Fixed layout, host byte order (both ends run the
-//    same code): today the two drivers of a test hand it over in-process (IbDialer); the plugin wiring
-//    will carry it over the link's TCP bootstrap socket unchanged.
+//    same code): the plugin carries it unchanged over the connection's TCP bootstrap stream (IbDialer
+//    answered asynchronously, net_plugin/ib_comm.h); the driver tests hand it over in-process.
 //
 // 2. Traffic on the QPs of one link (stream i = QP i on both ends, RC, in order per QP):
 //    sender -> receiver, on any stream:

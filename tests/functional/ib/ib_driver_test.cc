@@ -165,8 +165,28 @@ class IbDriver : public ::testing::Test, public IbDialer {
                                          lc, kChunk, this);
   }
 
-  rr::Status Dial(uint64_t now, const IbLinkHello& hello, IbLinkHello* answer) override {
+  // In-process handshake. deferred_: the hello reaches the receiver only at the sender's next Poll and
+  // the answer comes back then (the plugin's TCP bootstrap is asynchronous in the same way).
+  rr::Status Dial(uint64_t now, const IbLinkHello& hello, IbLinkHello* answer, bool* answered) override {
+    if (deferred_) {
+      in_transit_.push_back(hello);
+      *answered = false;
+      ++deferred_dials_;
+      return rr::Status::Ok();
+    }
+    *answered = true;
     return rd_->Accept(now, hello, answer);
+  }
+  rr::Status Poll(uint64_t now, int link, IbLinkHello* answer, bool* answered) override {
+    *answered = false;
+    for (auto it = in_transit_.begin(); it != in_transit_.end(); ++it) {
+      if (it->link != link) continue;
+      IbLinkHello hello = *it;
+      in_transit_.erase(it);
+      *answered = true;
+      return rd_->Accept(now, hello, answer);
+    }
+    return rr::Status::Ok();
   }
 
   // Port events of both sides into the drivers (the plugin's IbEventMonitor wiring).
@@ -297,6 +317,9 @@ class IbDriver : public ::testing::Test, public IbDialer {
   std::unique_ptr<IbEventMonitor> mon_s_, mon_r_;
   std::atomic<int> events_{0};
   uint64_t now_ = 0;
+  bool deferred_ = false;
+  int deferred_dials_ = 0;
+  std::vector<IbLinkHello> in_transit_;
   std::vector<Msg> msgs_;
   std::vector<uint8_t> src_, dst_;
 };
@@ -336,6 +359,22 @@ TEST_F(IbDriver, EverySizeExactlyOnceWritten) {
 
 // WC error: the sender's rail 1 port goes down (nobody reads its events): its WRs complete with
 // LOC_QP_OP_ERR, the link fails over with every chunk re-sent on rail 0; back up, it fails back.
+// The handshake answered later (as over the plugin's TCP bootstrap): links stay connecting until the
+// answer is polled, then every size goes through as with the in-process answer.
+TEST_F(IbDriver, EverySizeWithDeferredHandshake) {
+  CoreConfig cfg;
+  cfg.eager_max = 16384;
+  deferred_ = true;
+  Start(cfg, 14);
+  Messages(kSizes);
+  ASSERT_TRUE(Run(10000)) << "not delivered: " << sobs_.All();
+  Verify();
+  EXPECT_GE(deferred_dials_, 2);
+  EXPECT_TRUE(in_transit_.empty());
+  EXPECT_EQ(sd_->stats().connects, 2u);
+  EXPECT_TRUE(sobs_.failovers.empty()) << sobs_.All();
+}
+
 TEST_F(IbDriver, FailoverOnWcError) {
   CoreConfig cfg;
   Start(cfg, 10);  // dead path 17 ms

@@ -4,7 +4,8 @@
 #   * RERAIL_IB_LIB pointing nowhere, or at a library under foreign symbol versions: the plugin
 #     still loads (RTLD_NOW, as NCCL and rerail-info open it), offers its TCP device and logs one INFO
 #     line saying why IB is not used;
-#   * malformed RERAIL_IB_* values make init fail with ncclInvalidUsage and a WARN naming the variable.
+#   * malformed RERAIL_IB_* / RERAIL_TRANSPORT values make init fail with ncclInvalidUsage and a WARN
+#     naming the variable; so does RERAIL_TRANSPORT=ib where no IB port is usable.
 # Usage: ib_plugin_tcp_only.sh PLUGIN_SO RERAIL_INFO FAKE_FOREIGN_VERBS_SO
 set -euo pipefail
 so=$1 info=$2 fake=$3
@@ -55,4 +56,13 @@ check_bad() {  # VAR VALUE EXPECTED-TEXT
 check_bad RERAIL_IB_HCA 'mlx5_0:x' "RERAIL_IB_HCA='mlx5_0:x': port in 'mlx5_0:x' is not a positive number"
 check_bad RERAIL_IB_GID_INDEX 'auto' "RERAIL_IB_GID_INDEX='auto' is not an integer"
 check_bad RERAIL_IB_LIB '' "RERAIL_IB_LIB is empty"
+check_bad RERAIL_TRANSPORT 'verbs' "RERAIL_TRANSPORT='verbs'"
+
+# 5. RERAIL_TRANSPORT=ib is an explicit opt-in: without a usable IB port init fails, never falls back to TCP
+if out=$(RERAIL_TRANSPORT=ib RERAIL_IB_LIB=/nonexistent/rerail/libibverbs.so.1 "$info" --plugin "$so" 2>&1); then
+  fail "RERAIL_TRANSPORT=ib without IB was accepted"
+fi
+grep -q 'init returned invalidUsage' <<<"$out" || fail "RERAIL_TRANSPORT=ib without IB: $out"
+grep -qF "RERAIL_TRANSPORT=ib but no IB port is usable: libibverbs absent" <<<"$out" || fail "RERAIL_TRANSPORT=ib message: $out"
+echo "RERAIL_TRANSPORT=ib without IB: refused"
 echo PASS

@@ -1,0 +1,411 @@
+#include "ib_comm.h"
+
+#include <cstring>
+
+#include "rerail/clock.h"
+#include "rerail/log.h"
+#include "rerail/params.h"
+#include "rerail/prof_net_event.h"
+#include "rerail/rails/board.h"
+
+namespace rr::net {
+
+namespace {
+constexpr uint64_t kEagerLingerMs = 1000;  // a closing sender, for its unacknowledged eager sends
+constexpr uint64_t kAckLingerMs = 1000;    // a closing receiver, for its queued acks
+
+// Port events the monitor published since the comm last looked, handed to its driver.
+template <typename Driver>
+void FeedRails(const RailSignals* rails, std::vector<uint64_t>* seen, Driver* drv) {
+  for (size_t r = 0; r < seen->size(); ++r) {
+    RailChange c = PollRail(rails, static_cast<int>(r), &(*seen)[r]);
+    if (c != RailChange::kNone) drv->OnRailEvent(static_cast<int>(r), c == RailChange::kDown);
+  }
+}
+
+std::vector<uint64_t> RailGens(const RailSignals* rails, size_t n) {
+  std::vector<uint64_t> g(n);
+  for (size_t r = 0; r < n; ++r) g[r] = RailGen(rails, static_cast<int>(r));
+  return g;
+}
+
+std::vector<SendCore::LinkSpec> Specs(const IbContext& ib, const std::vector<ib::IbSendLinkSpec>& plan) {
+  std::vector<SendCore::LinkSpec> out;
+  for (const auto& p : plan) {
+    SendCore::LinkSpec s;
+    s.rail = p.rail;
+    s.nominal_bps = ib.info[p.rail].speed_mbps * 1e6;
+    s.name = "ib " + ib.info[p.rail].name + " to peer rail " + std::to_string(p.peer_rail);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+}  // namespace
+
+// ---- IbContext
+
+Status IbContext::Open(const ib::IbDiscovery& d, std::unique_ptr<IbContext>* out) {
+  if (d.ports.empty()) return Status::InvalidUsage("RERAIL_TRANSPORT=ib but no IB port is usable: " + d.why);
+  auto c = std::make_unique<IbContext>();
+  for (const ib::IbPort& p : d.ports) {
+    if (c->devs.size() == static_cast<size_t>(ib::kCtsRails)) break;  // an IbCts carries this many rkeys
+    std::unique_ptr<ib::IbDevice> dev;
+    RR_CHECK(ib::IbDevice::Open(ib::VerbsLib::Default(), p, &dev));
+    DeviceInfo info;
+    info.name = p.name;
+    info.pci_path = p.pci_path;
+    info.guid = p.guid ^ static_cast<uint64_t>(p.port);  // distinct per port of one HCA
+    info.speed_mbps = p.speed_mbps;
+    c->info.push_back(std::move(info));
+    c->devs.push_back(std::move(dev));
+  }
+  c->reg = std::make_unique<ib::VerbsRegistrar>(c->rails());
+  c->mrs = std::make_unique<ib::MrCache>(c->reg.get());
+  c->link.streams = 2;
+  c->link.recv_slots = 32;
+  c->link.qp.max_send = 64;
+  c->link.qp.max_recv = 64;
+  c->link.qp.timeout = static_cast<uint8_t>(Params::Int(ParamId::IbTimeout));
+  c->link.qp.retry_cnt = static_cast<uint8_t>(Params::Int(ParamId::IbRetryCnt));
+  *out = std::move(c);
+  return Status::Ok();
+}
+
+std::vector<ib::IbDevice*> IbContext::rails() const {
+  std::vector<ib::IbDevice*> r;
+  for (const auto& d : devs) r.push_back(d.get());
+  return r;
+}
+
+// ---- IbBootstrap
+
+void IbBootstrap::Send(const ib::IbLinkHello& h) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&h);
+  out_.insert(out_.end(), p, p + sizeof(h));
+}
+
+Status IbBootstrap::Flush() {
+  while (out_done_ < out_.size()) {
+    iovec iov{out_.data() + out_done_, out_.size() - out_done_};
+    size_t n = 0;
+    int err = 0;
+    IoState st = link_->Writev(0, &iov, 1, &n, &err);
+    if (st == IoState::kAgain) return Status::Ok();
+    if (st == IoState::kClosed) return error_ = Status::Remote("IB bootstrap stream closed by the peer");
+    if (st == IoState::kError) return error_ = Status::System("IB bootstrap stream write", err);
+    out_done_ += n;
+  }
+  out_.clear();
+  out_done_ = 0;
+  return Status::Ok();
+}
+
+Status IbBootstrap::Next(ib::IbLinkHello* h, bool* got) {
+  *got = false;
+  RR_CHECK(error_);
+  RR_CHECK(Flush());
+  while (in_got_ < sizeof(in_)) {
+    size_t n = 0;
+    int err = 0;
+    IoState st = link_->Read(0, in_ + in_got_, sizeof(in_) - in_got_, &n, &err);
+    if (st == IoState::kAgain) return Status::Ok();
+    if (st == IoState::kClosed) return error_ = Status::Remote("IB bootstrap stream closed by the peer");
+    if (st == IoState::kError) return error_ = Status::System("IB bootstrap stream read", err);
+    bool had_magic = in_got_ >= sizeof(uint32_t);
+    in_got_ += n;
+    uint32_t magic = 0;
+    memcpy(&magic, in_, sizeof(magic));
+    if (!had_magic && in_got_ >= sizeof(magic) && magic != ib::kIbHelloMagic && magic != 0) {
+      // A TCP-mode peer's frames (TCP's hello / data / heartbeats), never a record of ours.
+      return error_ = Status::InvalidUsage("the peer sent something other than an IB link handshake on " +
+                                           link_->Describe() + ": it does not use RERAIL_TRANSPORT=ib (both ends must)");
+    }
+  }
+  memcpy(h, in_, sizeof(*h));
+  in_got_ = 0;
+  *got = true;
+  return Status::Ok();
+}
+
+// ---- IbSendComm
+
+IbSendComm::IbSendComm(const ConnConfig& cfg, IbContext* ib, uint64_t conn_id, std::vector<ib::IbSendLinkSpec> plan,
+                       std::unique_ptr<Connector> boot)
+    : Comm(kIbSendCommMagic), cfg_(cfg), ib_(ib), rail_gen_(RailGens(cfg.rails, ib->devs.size())), plan_(std::move(plan)),
+      connector_(std::move(boot)), answers_(plan_.size()) {
+  conn_id_ = conn_id;
+}
+
+IbSendComm::~IbSendComm() {
+  if (!core_) return;
+  Deadline dl = Deadline::AfterMs(kEagerLingerMs);
+  while (core_->eager_bytes() > 0 && core_->state() == ConnState::kActive && core_->LiveLinks() > 0 && !dl.Expired()) {
+    if (!Progress().ok()) break;
+  }
+}
+
+Status IbSendComm::PollConnect(bool* ready) {
+  *ready = false;
+  if (!boot_) {
+    std::unique_ptr<Link> link;
+    RR_CHECK(connector_->Poll(&link));
+    if (!link) return Status::Ok();
+    connector_.reset();
+    boot_ = std::make_unique<IbBootstrap>(std::move(link));
+    core_ = std::make_unique<SendCore>(cfg_.core(), conn_id_, Specs(*ib_, plan_), static_cast<CoreObserver*>(this), NowNs());
+    drv_ = std::make_unique<ib::IbSendDriver>(core_.get(), plan_, ib_->link, cfg_.chunk,
+                                                 static_cast<ib::IbDialer*>(this));
+    RR_INFO(log::kFlagNet, "conn %016lx: IB bootstrap %s, %zu link(s)", static_cast<unsigned long>(conn_id_),
+            boot_->link().Describe().c_str(), plan_.size());
+  }
+  *ready = true;
+  return Progress();  // the first hellos go out now
+}
+
+Status IbSendComm::Dial(uint64_t /*now*/, const ib::IbLinkHello& hello, ib::IbLinkHello* /*answer*/, bool* answered) {
+  *answered = false;
+  boot_->Send(hello);
+  return Status::Ok();
+}
+
+Status IbSendComm::PumpBoot() {
+  for (bool got = true; got;) {
+    ib::IbLinkHello h;
+    RR_CHECK(boot_->Next(&h, &got));
+    if (!got) break;
+    if (h.link >= answers_.size()) return Status::Remote("IB handshake answer for unknown link " + std::to_string(h.link));
+    answers_[h.link].push_back(h);
+  }
+  return Status::Ok();
+}
+
+Status IbSendComm::Poll(uint64_t /*now*/, int link, ib::IbLinkHello* answer, bool* answered) {
+  *answered = false;
+  RR_CHECK(PumpBoot());
+  if (answers_[link].empty()) return Status::Ok();
+  *answer = answers_[link].front();
+  answers_[link].pop_front();
+  *answered = true;
+  return Status::Ok();
+}
+
+Status IbSendComm::Progress() {
+  uint64_t now = NowNs();
+  FeedRails(cfg_.rails, &rail_gen_, drv_.get());
+  drv_->Progress(now);
+  if (!boot_dead_) {
+    Status st = PumpBoot();
+    if (!st.ok()) {  // the receiver's process closed the connection (or died)
+      // What it sent before closing (the last acks) is in our CQs by now: take it in first, so a
+      // message it received completes here instead of being failed by the close.
+      drv_->Progress(now);
+      boot_dead_ = true;
+      if (st.code() == Code::kInvalidUsage) {  // a TCP-mode listener: a configuration error, not a fault
+        RR_WARN("conn %016lx: %s", static_cast<unsigned long>(conn_id_), st.message().c_str());
+        (void)core_->Abort(Code::kInvalidUsage, st.message());
+      } else {
+        drv_->OnPeerClosed(now, "receiver closed the connection: " + st.message());
+      }
+    }
+  }
+  DrainCompletions(*core_);
+  return core_->status();
+}
+
+void IbSendComm::OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link,
+                            uint64_t stall_ns, bool was_probing) {
+  int dev = plan_[link].rail;
+  if (cfg_.board) {
+    cfg_.board->AddRetransmit(dev, chunks, bytes);
+    if (!was_probing) cfg_.board->CountFailover(dev);
+    FailCause cause = CauseOf(why);
+    cfg_.board->SetState(dev, rails::RailState::kFailed,
+                         cause == FailCause::kStall      ? rails::RailEvent::kStall
+                         : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
+                                                         : rails::RailEvent::kError);
+  }
+  if (cfg_.prof == nullptr || was_probing) return;
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, dev, ShortReason(why));
+  if (to_link >= 0) ev.toRail = plan_[to_link].rail;
+  ev.connId = static_cast<uint32_t>(conn_id_);
+  ev.bytes = bytes;
+  ev.count = chunks;
+  ev.stallNs = stall_ns;
+  last_failed_rail_ = dev;
+  cfg_.prof->Post(ev);
+}
+
+void IbSendComm::OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) {
+  if (cfg_.prof == nullptr) return;
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, last_failed_rail_, "requeued");
+  ev.toRail = plan_[to_link].rail;
+  ev.connId = static_cast<uint32_t>(conn_id_);
+  ev.bytes = bytes;
+  ev.count = chunks;
+  cfg_.prof->Post(ev);
+}
+
+void IbSendComm::OnFailback(int link) {
+  int dev = plan_[link].rail;
+  if (cfg_.prof) {
+    auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILBACK, dev, "probe-ok");
+    ev.connId = static_cast<uint32_t>(conn_id_);
+    cfg_.prof->Post(ev);
+  }
+  if (cfg_.board == nullptr) return;
+  cfg_.board->CountFailback(dev);
+  cfg_.board->SetState(dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
+}
+
+void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
+  if (cfg_.board) cfg_.board->SetBandwidth(plan_[link].rail, bytes_per_s);
+}
+
+Status IbSendComm::Isend(const void* data, size_t size, ib::MrHandle* mh, void* phandle, Request** req) {
+  *req = nullptr;
+  if (core_->state() == ConnState::kFailed || core_->state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
+  if (mh == nullptr && size > 0) return Status::Internal("isend over IB without a memory registration (regMr)");
+  Request* r = pool_.Get(true);
+  if (r == nullptr) return Progress();
+  bool posted = false;
+  Status st = drv_->Isend(NowNs(), data, size, mh, r, &posted);
+  if (!st.ok() || !posted) {
+    pool_.Put(r);
+    return st.ok() ? Progress() : st;
+  }
+  r->seq = core_->posted() - 1;
+  r->size = size;
+  ProfStart(cfg_.prof, r, phandle, plan_[0].rail);
+  *req = r;
+  (void)Progress();  // a failure found here is reported by test() on this request
+  return Status::Ok();
+}
+
+Status IbSendComm::Test(Request* r, int* done, int* size) {
+  *done = 0;
+  if (r->seq == kSeqPostedAfterEnd) return EndedStatus(*core_, "isend after the receiver closed the connection");
+  if (r->state != ReqState::kDone) {
+    Status st = Progress();
+    if (!st.ok() && r->state != ReqState::kDone) return st;
+  }
+  if (r->state != ReqState::kDone) return Status::Ok();
+  *done = 1;
+  if (size != nullptr) *size = static_cast<int>(r->size);
+  ProfStop(cfg_.prof, r);
+  pool_.Put(r);
+  return Status::Ok();
+}
+
+// ---- IbRecvComm
+
+// Closing: the ack of the last message may still be a posted SEND that a destroyed QP would never
+// execute (a TCP close still delivers what was written); drive I/O until every control frame went out.
+IbRecvComm::~IbRecvComm() {
+  Deadline dl = Deadline::AfterMs(kAckLingerMs);
+  while (!drv_.Quiet() && core_.state() == ConnState::kActive && !dl.Expired()) (void)Progress();
+}
+
+IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot)
+    : Comm(kIbRecvCommMagic),
+      cfg_(cfg),
+      rail_gen_(RailGens(cfg.rails, ib->devs.size())),
+      boot_(std::move(boot)),
+      core_(cfg.core(), boot_.link().identity().conn_id, boot_.link().identity().chunk_size, this),
+      drv_(&core_, ib->rails(), ib->link) {
+  conn_id_ = boot_.link().identity().conn_id;
+}
+
+// Answers every hello that arrived (a refusal = the hello back with magic 0), then one driver pass. The
+// bootstrap's end = the sender closed (or died): handled after the pass, so what its QPs delivered
+// before is placed first.
+Status IbRecvComm::Progress() {
+  FeedRails(cfg_.rails, &rail_gen_, &drv_);
+  uint64_t now = NowNs();
+  Status closed;
+  for (bool got = !boot_dead_; got;) {
+    ib::IbLinkHello h;
+    closed = boot_.Next(&h, &got);
+    if (!closed.ok()) break;
+    if (!got) break;
+    ib::IbLinkHello answer{};
+    Status st = drv_.Accept(now, h, &answer);
+    if (!st.ok()) {
+      RR_WARN("conn %016lx: IB link %u (epoch %u) refused: %s", static_cast<unsigned long>(conn_id_), h.link, h.epoch,
+              st.ToString().c_str());
+      answer = h;
+      answer.magic = 0;
+    }
+    boot_.Send(answer);
+  }
+  drv_.Progress(now);
+  if (!closed.ok()) {
+    boot_dead_ = true;
+    if (closed.code() == Code::kInvalidUsage) {  // a TCP-mode sender: a configuration error, not a fault
+      RR_WARN("conn %016lx: %s", static_cast<unsigned long>(conn_id_), closed.message().c_str());
+      (void)core_.Abort(Code::kInvalidUsage, closed.message());
+    } else {
+      drv_.OnPeerClosed(now, "sender closed the connection: " + closed.message());
+    }
+  }
+  Completion c;
+  while (drv_.NextCompletion(&c)) {
+    auto* r = static_cast<Request*>(c.owner);
+    r->size = c.size;
+    r->state = ReqState::kDone;
+  }
+  return core_.status();
+}
+
+Status IbRecvComm::Irecv(void* data, size_t cap, ib::MrHandle* mh, void* phandle, Request** req) {
+  *req = nullptr;
+  if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, cap, req);
+  if (mh == nullptr && cap > 0) return Status::Internal("irecv over IB without a memory registration (regMr)");
+  Request* r = pool_.Get(false);
+  if (r == nullptr) return Status::Ok();
+  bool posted = false;
+  void* slot = nullptr;
+  Status st = drv_.Irecv(NowNs(), data, cap, mh, r, &posted, &slot);
+  if (!st.ok() || !posted) {
+    pool_.Put(r);
+    return st.ok() ? Progress() : st;
+  }
+  r->seq = core_.posted() - 1;
+  r->slot = slot;
+  ProfStart(cfg_.prof, r, phandle, cfg_.dev);
+  *req = r;
+  (void)Progress();
+  return Status::Ok();
+}
+
+Status IbRecvComm::Test(Request* r, int* done, int* size) {
+  *done = 0;
+  if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "irecv after the connection ended");
+  if (r->state != ReqState::kDone) {
+    Status st = Progress();
+    if (!st.ok() && r->state != ReqState::kDone) return st;
+  }
+  if (r->state != ReqState::kDone) return Status::Ok();
+  *done = 1;
+  if (size != nullptr) *size = static_cast<int>(r->size);
+  ProfStop(cfg_.prof, r);
+  core_.Release(r->slot);
+  pool_.Put(r);
+  return Status::Ok();
+}
+
+// ---- IbListenComm
+
+Status IbListenComm::Accept(std::unique_ptr<IbRecvComm>* out) {
+  std::unique_ptr<Link> link;
+  RR_CHECK(listener_->Poll(&link));
+  if (!link) return Status::Ok();
+  if (link->streams() != 1) {  // an IB sender's bootstrap has one stream; a TCP link RERAIL_TCP_STREAMS
+    RR_WARN("refused %s: %d streams, not an IB bootstrap stream: the sender does not use RERAIL_TRANSPORT=ib "
+            "(both ends must)", link->Describe().c_str(), link->streams());
+    return Status::Ok();
+  }
+  *out = std::make_unique<IbRecvComm>(cfg_, ib_, std::move(link));
+  return Status::Ok();
+}
+
+}  // namespace rr::net
