@@ -148,10 +148,17 @@ class Comm {
   // Profiler IO span of one request (no-op without an emitter or with a NULL phandle).
   void ProfStart(prof::NetEventEmitter* e, Request* r, void* phandle, int rail);
   void ProfStop(prof::NetEventEmitter* e, Request* r);
+  // A send comm's core events on the rail-health board and the profiler, TCP and IB alike (dev: the
+  // NCCL device of a link; to_dev -1: no survivor).
+  void ReportFailover(const ConnConfig& cfg, int dev, int to_dev, const std::string& why, uint64_t bytes,
+                      uint64_t chunks, uint64_t stall_ns, bool was_probing);
+  void ReportRetransmit(const ConnConfig& cfg, int to_dev, uint64_t bytes, uint64_t chunks);
+  void ReportFailback(const ConnConfig& cfg, int dev);
 
   uint32_t magic_;
   RequestPool pool_;
   uint64_t conn_id_ = 0;
+  int last_failed_rail_ = -1;  // the rail of the last failover (its re-sends' profiler event)
 };
 
 // Where one link of a send comm goes.
@@ -212,7 +219,6 @@ class SendComm final : public Comm, private CoreObserver {
   std::unique_ptr<staging::Stager> stager_ = staging::Stager::FromParams();  // GPU buffers, RERAIL_FORCE_STAGING
   SendCore core_;
   std::vector<LinkSample> samples_;
-  int last_failed_rail_ = -1;
 };
 
 class RecvComm final : public Comm, private CoreObserver {

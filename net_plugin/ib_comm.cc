@@ -214,48 +214,15 @@ Status IbSendComm::Progress() {
 
 void IbSendComm::OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link,
                             uint64_t stall_ns, bool was_probing) {
-  int dev = plan_[link].rail;
-  if (cfg_.board) {
-    cfg_.board->AddRetransmit(dev, chunks, bytes);
-    if (!was_probing) cfg_.board->CountFailover(dev);
-    FailCause cause = CauseOf(why);
-    cfg_.board->SetState(dev, rails::RailState::kFailed,
-                         cause == FailCause::kStall      ? rails::RailEvent::kStall
-                         : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
-                                                         : rails::RailEvent::kError);
-  }
-  if (cfg_.prof == nullptr || was_probing) return;
-  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, dev, ShortReason(why));
-  if (to_link >= 0) ev.toRail = plan_[to_link].rail;
-  ev.connId = static_cast<uint32_t>(conn_id_);
-  ev.bytes = bytes;
-  ev.count = chunks;
-  ev.stallNs = stall_ns;
-  last_failed_rail_ = dev;
-  cfg_.prof->Post(ev);
+  ReportFailover(cfg_, plan_[link].rail, to_link >= 0 ? plan_[to_link].rail : -1, why, bytes, chunks, stall_ns,
+                 was_probing);
 }
 
 void IbSendComm::OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) {
-  if (cfg_.prof == nullptr) return;
-  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, last_failed_rail_, "requeued");
-  ev.toRail = plan_[to_link].rail;
-  ev.connId = static_cast<uint32_t>(conn_id_);
-  ev.bytes = bytes;
-  ev.count = chunks;
-  cfg_.prof->Post(ev);
+  ReportRetransmit(cfg_, plan_[to_link].rail, bytes, chunks);
 }
 
-void IbSendComm::OnFailback(int link) {
-  int dev = plan_[link].rail;
-  if (cfg_.prof) {
-    auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILBACK, dev, "probe-ok");
-    ev.connId = static_cast<uint32_t>(conn_id_);
-    cfg_.prof->Post(ev);
-  }
-  if (cfg_.board == nullptr) return;
-  cfg_.board->CountFailback(dev);
-  cfg_.board->SetState(dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
-}
+void IbSendComm::OnFailback(int link) { ReportFailback(cfg_, plan_[link].rail); }
 
 void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
   if (cfg_.board) cfg_.board->SetBandwidth(plan_[link].rail, bytes_per_s);

@@ -125,7 +125,6 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   std::unique_ptr<IbBootstrap> boot_;
   bool boot_dead_ = false;  // ended: the receiver closed; the links were told (OnPeerClosed)
   std::vector<std::deque<ib::IbLinkHello>> answers_;  // per link, arrived and not yet taken
-  int last_failed_rail_ = -1;  // the rail of the last failover (its re-sends' profiler event)
   std::unique_ptr<SendCore> core_;
   std::unique_ptr<ib::IbSendDriver> drv_;  // after core_: destroyed first
 };

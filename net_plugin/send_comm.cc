@@ -340,51 +340,61 @@ Status SendComm::Test(Request* r, int* done, int* size) {
 
 // ---- observer: the rail-health board and the profiler
 
-void SendComm::OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link,
-                          uint64_t stall_ns, bool was_probing) {
-  int dev = links_[link].plan.local_dev;
-  if (cfg_.board) {
-    cfg_.board->AddRetransmit(dev, chunks, bytes);
-    if (!was_probing) cfg_.board->CountFailover(dev);
+void Comm::ReportFailover(const ConnConfig& cfg, int dev, int to_dev, const std::string& why, uint64_t bytes,
+                          uint64_t chunks, uint64_t stall_ns, bool was_probing) {
+  if (cfg.board) {
+    cfg.board->AddRetransmit(dev, chunks, bytes);
+    if (!was_probing) cfg.board->CountFailover(dev);
     FailCause cause = CauseOf(why);
-    cfg_.board->SetState(dev, rails::RailState::kFailed,
-                         cause == FailCause::kStall      ? rails::RailEvent::kStall
-                         : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
-                                                         : rails::RailEvent::kError);
+    cfg.board->SetState(dev, rails::RailState::kFailed,
+                        cause == FailCause::kStall      ? rails::RailEvent::kStall
+                        : cause == FailCause::kLinkDown ? rails::RailEvent::kLinkDown
+                                                        : rails::RailEvent::kError);
   }
-  if (cfg_.prof == nullptr || was_probing) return;
+  if (cfg.prof == nullptr || was_probing) return;
   auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, dev, ShortReason(why));
-  if (to_link >= 0) ev.toRail = links_[to_link].plan.local_dev;
+  if (to_dev >= 0) ev.toRail = to_dev;
   ev.connId = static_cast<uint32_t>(conn_id_);
   ev.bytes = bytes;
   ev.count = chunks;
   ev.stallNs = stall_ns;
   last_failed_rail_ = dev;
-  cfg_.prof->Post(ev);
+  cfg.prof->Post(ev);
 }
 
-void SendComm::OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) {
-  if (cfg_.prof == nullptr) return;
+void Comm::ReportRetransmit(const ConnConfig& cfg, int to_dev, uint64_t bytes, uint64_t chunks) {
+  if (cfg.prof == nullptr) return;
   auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RETRANSMIT, last_failed_rail_, "requeued");
-  ev.toRail = links_[to_link].plan.local_dev;
+  ev.toRail = to_dev;
   ev.connId = static_cast<uint32_t>(conn_id_);
   ev.bytes = bytes;
   ev.count = chunks;
-  cfg_.prof->Post(ev);
+  cfg.prof->Post(ev);
 }
 
-void SendComm::OnFailback(int link) {
-  int dev = links_[link].plan.local_dev;
-  if (cfg_.prof) {
+void Comm::ReportFailback(const ConnConfig& cfg, int dev) {
+  if (cfg.prof) {
     auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILBACK, dev, "probe-ok");
     ev.connId = static_cast<uint32_t>(conn_id_);
-    cfg_.prof->Post(ev);
+    cfg.prof->Post(ev);
   }
-  if (cfg_.board) {
-    cfg_.board->CountFailback(dev);
-    cfg_.board->SetState(dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
+  if (cfg.board) {
+    cfg.board->CountFailback(dev);
+    cfg.board->SetState(dev, rails::RailState::kHealthy, rails::RailEvent::kProbeOk);
   }
 }
+
+void SendComm::OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link,
+                          uint64_t stall_ns, bool was_probing) {
+  ReportFailover(cfg_, links_[link].plan.local_dev, to_link >= 0 ? links_[to_link].plan.local_dev : -1, why, bytes,
+                 chunks, stall_ns, was_probing);
+}
+
+void SendComm::OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) {
+  ReportRetransmit(cfg_, links_[to_link].plan.local_dev, bytes, chunks);
+}
+
+void SendComm::OnFailback(int link) { ReportFailback(cfg_, links_[link].plan.local_dev); }
 
 void SendComm::OnLinkState(int link, LinkState from, LinkState to, const std::string& why) {
   if (cfg_.prof == nullptr) return;
