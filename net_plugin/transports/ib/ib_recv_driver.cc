@@ -17,7 +17,8 @@ constexpr size_t kMaxLinks = 16;  // RecvCore's limit
 }  // namespace
 
 IbRecvDriver::IbRecvDriver(net::RecvCore* core, std::vector<IbDevice*> rails, const IbLinkConfig& cfg)
-    : core_(core), rails_(std::move(rails)), cfg_(cfg), links_(kMaxLinks) {  // fixed: references stay valid
+    : core_(core), rails_(std::move(rails)), cfg_(cfg), links_(kMaxLinks), rail_down_(rails_.size(), false) {
+  // links_ is fixed-size: references to its elements stay valid.
   if (cfg_.qp.max_recv < static_cast<uint32_t>(cfg_.recv_slots)) cfg_.qp.max_recv = static_cast<uint32_t>(cfg_.recv_slots);
   cfg_.stage_slots = 0;
   cfg_.stage_bytes = 0;
@@ -34,6 +35,11 @@ Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* ans
   if (h.magic != kIbHelloMagic || h.version != 1 || h.link >= kMaxLinks || h.streams < 1 || h.streams > net::kMaxStreams ||
       h.peer_rail >= rails_.size() || h.chunk == 0 || h.chunk > kMaxChunk || h.conn_id != core_->conn_id()) {
     return Status::Remote("IB link handshake refused: bad hello");
+  }
+  ApplyRailEvents(now);
+  if (rail_down_[h.peer_rail]) {
+    return Status::Remote("IB link " + std::to_string(h.link) + " refused: port " + rails_[h.peer_rail]->port().name +
+                          " is down (port event)");
   }
   Link& l = links_[h.link];
   if (l.ib && (l.rail != h.peer_rail || l.ib->streams() != h.streams || l.chunk != h.chunk)) l.ib.reset();
@@ -149,13 +155,20 @@ void IbRecvDriver::Guard() {
   }
 }
 
-void IbRecvDriver::Progress(uint64_t now) {
+void IbRecvDriver::ApplyRailEvents(uint64_t now) {
   std::vector<std::pair<int, bool>> evs;
   {
     std::lock_guard<std::mutex> g(events_mu_);
     evs.swap(events_);
   }
-  for (const auto& [rail, down] : evs) core_->OnRail(now, rail, down);
+  for (const auto& [rail, down] : evs) {
+    if (rail >= 0 && static_cast<size_t>(rail) < rail_down_.size()) rail_down_[rail] = down;
+    core_->OnRail(now, rail, down);
+  }
+}
+
+void IbRecvDriver::Progress(uint64_t now) {
+  ApplyRailEvents(now);
   Guard();
   bool moved = false;
   for (size_t i = 0; i < links_.size(); ++i) {

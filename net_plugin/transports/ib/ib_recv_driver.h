@@ -101,6 +101,8 @@ class IbRecvDriver {
   void Queue(Link& l, const void* p, uint32_t len);
   void FlushOut(uint64_t now, int idx);
   void RetryHeld(uint64_t now);
+  // Hands the port events queued by OnRailEvent to the core and records each rail's last state.
+  void ApplyRailEvents(uint64_t now);
 
   net::RecvCore* core_;
   std::vector<IbDevice*> rails_;
@@ -110,6 +112,9 @@ class IbRecvDriver {
   std::vector<Held> held_;
   std::mutex events_mu_;
   std::vector<std::pair<int, bool>> events_;
+  // The port monitor's last word per rail: a link is not accepted on a port it said is down (its QP
+  // would fail LOC_QP_OP_ERR at the first post, a second failover for one fault).
+  std::vector<bool> rail_down_;
   std::vector<IbLink::Event> evs_;
   Stats stats_;
 };

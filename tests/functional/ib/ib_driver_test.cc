@@ -175,7 +175,7 @@ class IbDriver : public ::testing::Test, public IbDialer {
       return rr::Status::Ok();
     }
     *answered = true;
-    return rd_->Accept(now, hello, answer);
+    return Counted(rd_->Accept(now, hello, answer));
   }
   rr::Status Poll(uint64_t now, int link, IbLinkHello* answer, bool* answered) override {
     *answered = false;
@@ -184,9 +184,13 @@ class IbDriver : public ::testing::Test, public IbDialer {
       IbLinkHello hello = *it;
       in_transit_.erase(it);
       *answered = true;
-      return rd_->Accept(now, hello, answer);
+      return Counted(rd_->Accept(now, hello, answer));
     }
     return rr::Status::Ok();
+  }
+  rr::Status Counted(rr::Status st) {
+    if (!st.ok()) ++refused_, refusal_ = st.message();
+    return st;
   }
 
   // Port events of both sides into the drivers (the plugin's IbEventMonitor wiring).
@@ -319,6 +323,8 @@ class IbDriver : public ::testing::Test, public IbDialer {
   uint64_t now_ = 0;
   bool deferred_ = false;
   int deferred_dials_ = 0;
+  int refused_ = 0;  // handshakes the receiver refused, the last one's reason
+  std::string refusal_;
   std::vector<IbLinkHello> in_transit_;
   std::vector<Msg> msgs_;
   std::vector<uint8_t> src_, dst_;
@@ -421,6 +427,46 @@ TEST_F(IbDriver, FailoverOnPortEvent) {
   EXPECT_EQ(sd_->stats().wc_errors, 0u);
   EXPECT_GT(rd_->stats().guarded, 0u);
   EXPECT_TRUE(StepUntil(5000, [&] { return Healthy(1); })) << "no failback";
+}
+
+// The receiver's port of link 1 stays down while the sender's is fine: the sender's failback probes
+// (backoff 100 ms, 200 ms, ...) reach the receiver over the handshake path, which does not cross the
+// down port. The receiver refuses them while its monitor says the port is down (a QP there would fail
+// LOC_QP_OP_ERR: a second failover for one fault) and takes the link back once the port is up.
+TEST_F(IbDriver, NoLinkIsAcceptedOnAPortTheMonitorSaysIsDown) {
+  CoreConfig cfg;
+  Start(cfg, 20);
+  Monitor();
+  Messages(Mixed(200));
+  bool down = false, dropped = false, back_while_down = false;
+  auto watch = [&] {
+    if (!down) return;
+    if (!rd_->connected(1)) dropped = true;
+    else if (dropped) back_while_down = true;
+  };
+  ASSERT_TRUE(Run(20000, [&](int received) {
+    watch();
+    if (!down && received >= 20) {
+      int before = events_;
+      set_port_("fake3", 1, 0), down = true;
+      for (int i = 0; i < 2000 && events_ == before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  })) << sobs_.All();
+  // Long enough for three probes (100 + 200 + 400 ms of backoff).
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1200);
+  StepUntil(1200, [&] {
+    watch();
+    return std::chrono::steady_clock::now() >= until;
+  });
+  EXPECT_TRUE(dropped) << "the port event did not drop link 1";
+  EXPECT_FALSE(back_while_down) << "link 1 was accepted again while its port was down";
+  EXPECT_GE(refused_, 1) << "no failback probe reached the receiver while the port was down";
+  EXPECT_NE(refusal_.find("fake3 is down"), std::string::npos) << refusal_;
+  int before = events_;
+  set_port_("fake3", 1, 1);
+  for (int i = 0; i < 2000 && events_ == before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(StepUntil(10000, [&] { return Healthy(1); })) << "no failback after the port came up: " << refusal_;
+  Verify();
 }
 
 // Black hole: everything through fake1 vanishes, no completion ever comes (long QP timeout): the
