@@ -583,6 +583,22 @@ TEST_F(IbDriver, EagerBeforeIrecvIsStashed) {
   EXPECT_TRUE(g_warns.empty()) << g_warns.front();
 }
 
+// A chunk of 8 bytes that travels with its header (eager, or any re-send) is one SEND of 40 + 8 =
+// 48 bytes, the length of an IbCredit record: on stream 0 the receiver must tell them apart by the
+// first word (found between two rxe guests: an 8-byte all_reduce failed the link with "protocol
+// error: bad credit record", then every link, and the collective hung).
+TEST_F(IbDriver, EightByteChunkIsNotACreditRecord) {
+  CoreConfig cfg;
+  cfg.eager_max = 16384;
+  Start(cfg, 14);
+  Messages(std::vector<size_t>(64, 8));
+  ASSERT_TRUE(Run(10000)) << "not delivered: " << sobs_.All() << " / " << robs_.All();
+  Verify();
+  EXPECT_GT(sd_->stats().staged, 0u);
+  EXPECT_TRUE(sobs_.failovers.empty()) << sobs_.All();
+  EXPECT_TRUE(g_warns.empty()) << g_warns.front();
+}
+
 // An unpolled peer is not a black hole: with receive credits nothing waits for a receive the peer's
 // driver has not re-posted, so neither end's stall watchdog fires while the other one is not polled
 // for many times the stall time (heartbeats every 5 ms into 8 receives per stream / 64 per link).
