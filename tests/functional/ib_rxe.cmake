@@ -1,7 +1,11 @@
 # The IB transport against the real kernel verbs stack (Soft-RoCE in a QEMU TCG guest, scripts/rxe-guest.sh).
 # Label "rxe" only, not unit/functional: a first run downloads Debian's kernel package (~70 MB) and each
-# run keeps one core busy ~20-30 s emulating the guest. Run with `ctest -L rxe`; exit 77 (skip) where
-# qemu-system-x86_64, a static busybox or the kernel package are not available.
+# run keeps one core busy ~20-30 s emulating the guest (a --pair run: both cores, 1-3 min for the
+# plugin's tests below). Run with `ctest -L rxe`; exit 77 (skip) where qemu-system-x86_64, a static
+# busybox or the kernel package are not available.
+# What runs over rxe: rerail's loader and IB discovery; its verbs objects (one guest, two rails); a
+# verbs-level failover between two guests; and the net plugin itself in IB mode between two guests,
+# driven by rerail-perf as two ranks, with and without a pulled rail (ib_rxe_pair_perf*).
 add_test(NAME ib_rxe_discovery
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_discovery.sh ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
                  $<TARGET_FILE:rerail-info> $<TARGET_FILE:nccl-net-rerail> $<TARGET_FILE:nccl-tuner-rerail>
@@ -42,7 +46,7 @@ set_tests_properties(ib_rxe_pair_failover PROPERTIES LABELS rxe TIMEOUT 300 SKIP
 # sendrecv and all_reduce 8 B .. 8 MiB with every value verified, both ranks on the IB ports rxe0,rxe1
 # (no TCP fallback), links up on both rails; figures printed, never asserted: 8 MiB broadcast on 2
 # rails and on 1, ib_write_bw on rxe0 (perftest), their ratios (tests/functional/ib/rxe_pair_perf.sh).
-# ~3-4 min of both cores (TCG).
+# ~2.5 min of both cores (TCG).
 add_test(NAME ib_rxe_pair_perf
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_pair_perf.sh perf ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
                  $<TARGET_FILE:rerail-perf> $<TARGET_FILE:nccl-net-rerail>)
