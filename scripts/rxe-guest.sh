@@ -26,10 +26,11 @@
 # What it does: `apt-get download` Debian's kernel package for the installed repositories'
 # linux-image-amd64 (6.1 on bookworm; CONFIG_RDMA_RXE=m) into the cache, extracts vmlinuz and the
 # modules rxe needs (resolved from each module's .modinfo "depends"), builds an initramfs (static
-# busybox, ip, rdma, ibverbs-utils, libibverbs with the rxe provider, the --with files, and every
-# library they need), and boots it with `qemu-system-x86_64 -accel tcg -nographic` (KVM is not used:
-# /dev/kvm opens here but KVM fails or hangs). In the guest: insmod the module chain, create the veth
-# pairs and `rdma link add rxeK type rxe netdev vethK`, run COMMAND with bash -c, power off.
+# busybox, ip, rdma, ibverbs-utils, perftest's ib_write_bw when installed, libibverbs with the rxe
+# provider, the --with files, and every library they need), and boots it with `qemu-system-x86_64
+# -accel tcg -nographic` (KVM is not used: /dev/kvm opens here but KVM fails or hangs). In the guest:
+# insmod the module chain, create the veth pairs and `rdma link add rxeK type rxe netdev vethK`, run
+# COMMAND with bash -c, power off.
 # QEMU runs under `nice` and `timeout`.
 set -euo pipefail
 
@@ -138,7 +139,7 @@ copy_elf() {  # a file plus, if it is a dynamic ELF object, its shared-library c
   fi
 }
 cp "$busybox" "$root/usr/bin/busybox"
-for t in bash ip rdma ibv_devinfo ibv_devices ibv_rc_pingpong; do
+for t in bash ip rdma ibv_devinfo ibv_devices ibv_rc_pingpong ib_write_bw; do  # ib_write_bw: optional
   p=$(command -v "$t" || true)
   [ -n "$p" ] && copy_elf "$(readlink -f "$p")" && { [ "$p" = "$(readlink -f "$p")" ] || { mkdir -p "$root$(dirname "$p")"; ln -sf "$(readlink -f "$p")" "$root$p" 2>/dev/null || true; }; }
 done

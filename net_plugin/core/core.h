@@ -79,7 +79,10 @@
 // The core bumps the link's epoch, re-queues its unacknowledged chunks, tells the peer over a
 // survivor and, on the sender, asks for a reconnect after capped exponential back-off
 // (cfg.backoff_*). A link is never failed for a stall while it is the last one alive; with no
-// working link for cfg.giveup_ns the connection fails and every pending request errors.
+// working link for cfg.giveup_ns the connection fails and every pending request errors. That clock
+// starts at the first message (sender) or receive (receiver): a connection set up long before its
+// first use, its links still connecting (IB: the peer answers a handshake only once it is driven),
+// has had no chance to connect them yet.
 //
 // RDMA: how the IB transport of issue 12 maps onto this interface, with no change to the core
 //   * A stream = an RC QP; OnWritten/OnTxDone when the WRITE is posted; "delivered" samples from

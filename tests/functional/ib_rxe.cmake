@@ -1,7 +1,11 @@
 # The IB transport against the real kernel verbs stack (Soft-RoCE in a QEMU TCG guest, scripts/rxe-guest.sh).
 # Label "rxe" only, not unit/functional: a first run downloads Debian's kernel package (~70 MB) and each
-# run keeps one core busy ~20-30 s emulating the guest. Run with `ctest -L rxe`; exit 77 (skip) where
-# qemu-system-x86_64, a static busybox or the kernel package are not available.
+# run keeps one core busy ~20-30 s emulating the guest (a --pair run: both cores, 1-3 min for the
+# plugin's tests below). Run with `ctest -L rxe`; exit 77 (skip) where qemu-system-x86_64, a static
+# busybox or the kernel package are not available.
+# What runs over rxe: rerail's loader and IB discovery; its verbs objects (one guest, two rails); a
+# verbs-level failover between two guests; and the net plugin itself in IB mode between two guests,
+# driven by rerail-perf as two ranks, with and without a pulled rail (ib_rxe_pair_perf*).
 add_test(NAME ib_rxe_discovery
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_discovery.sh ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
                  $<TARGET_FILE:rerail-info> $<TARGET_FILE:nccl-net-rerail> $<TARGET_FILE:nccl-tuner-rerail>
@@ -36,3 +40,22 @@ add_test(NAME ib_rxe_pair_failover
          COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh --pair --rails 2 --timeout 240
                  --with $<TARGET_FILE:rr_ib_pair_failover> -- "$<TARGET_FILE:rr_ib_pair_failover>")
 set_tests_properties(ib_rxe_pair_failover PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# rerail's net plugin in IB mode (RERAIL_TRANSPORT=ib) between the two guests, driven by rerail-perf as
+# two ranks (guest a = rank 0, b = rank 1; rendezvous and the plugin's TCP bootstrap on rail 1's wire):
+# sendrecv and all_reduce 8 B .. 8 MiB with every value verified, both ranks on the IB ports rxe0,rxe1
+# (no TCP fallback), links up on both rails; figures printed, never asserted: 8 MiB broadcast on 2
+# rails and on 1, ib_write_bw on rxe0 (perftest), their ratios (tests/functional/ib/rxe_pair_perf.sh).
+# ~2.5 min of both cores (TCG).
+add_test(NAME ib_rxe_pair_perf
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_pair_perf.sh perf ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
+                 $<TARGET_FILE:rerail-perf> $<TARGET_FILE:nccl-net-rerail>)
+set_tests_properties(ib_rxe_pair_perf PROPERTIES LABELS rxe TIMEOUT 480 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# The same pair with rail 0 of guest a pulled for 6 s (RXE_CUT) during 1 MiB sendrecv loops: the run
+# ends with #wrong 0 and a failover WARN naming rxe0; guest a's port-down -> failover and port-up ->
+# failback times are printed.
+add_test(NAME ib_rxe_pair_perf_failover
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_pair_perf.sh failover ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
+                 $<TARGET_FILE:rerail-perf> $<TARGET_FILE:nccl-net-rerail>)
+set_tests_properties(ib_rxe_pair_perf_failover PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)

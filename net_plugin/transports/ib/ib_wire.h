@@ -21,6 +21,8 @@
 //      notices) and 64-byte IbCts records, each one inline SEND.
 //    The two are told apart by length: a receive of exactly sizeof(Frame) is a header (its payload, if
 //    any, was written); sizeof(Frame) + hdr.len carries its payload; sizeof(IbCts) with kCtsMagic is a CTS.
+//    IbCredit records (4.) go both ways on stream 0 and are 48 bytes, as is a Frame with an 8-byte
+//    payload: a 48-byte receive is a credit only when its first word is kCreditMagic.
 //
 // 3. IbCts ("clear to send", NCCL net_ib's FIFO entry) — published by SEND, not by RDMA write into a
 //    sender-side ring: the receive of a SEND is an event the sender's progress already polls for, it
@@ -87,8 +89,11 @@ struct IbCredit {
   uint16_t streams;  // valid entries of posted
   uint16_t reserved;
   uint16_t posted[net::kMaxStreams];  // receives re-posted per stream since connect, mod 2^16
-  uint64_t reserved2;                 // pads to 48 bytes: no other message has that length
+  uint64_t reserved2;                 // pads to 48 bytes
 };
+// A Frame with an 8-byte payload (eager chunk, re-send) is 48 bytes too and may come on stream 0:
+// the receiver tells them apart by the first word (kCreditMagic is no kFrameMagic | type).
+static_assert((kCreditMagic & 0xffff0000u) != net::kFrameMagic, "an IbCredit is never read as a Frame");
 static_assert(sizeof(IbCredit) == 48, "IbCredit is one inline SEND");
 
 }  // namespace rr::ib

@@ -179,6 +179,7 @@ class IbDriver : public ::testing::Test, public IbDialer {
   }
   rr::Status Poll(uint64_t now, int link, IbLinkHello* answer, bool* answered) override {
     *answered = false;
+    if (hold_) return rr::Status::Ok();  // the answer is late
     for (auto it = in_transit_.begin(); it != in_transit_.end(); ++it) {
       if (it->link != link) continue;
       IbLinkHello hello = *it;
@@ -322,6 +323,7 @@ class IbDriver : public ::testing::Test, public IbDialer {
   std::atomic<int> events_{0};
   uint64_t now_ = 0;
   bool deferred_ = false;
+  bool hold_ = false;  // deferred_: hellos stay in transit
   int deferred_dials_ = 0;
   int refused_ = 0;  // handshakes the receiver refused, the last one's reason
   std::string refusal_;
@@ -581,6 +583,43 @@ TEST_F(IbDriver, EagerBeforeIrecvIsStashed) {
   Verify();
   EXPECT_EQ(recv_->stash_bytes(), 0u);
   EXPECT_TRUE(g_warns.empty()) << g_warns.front();
+}
+
+// A chunk of 8 bytes that travels with its header (eager, or any re-send) is one SEND of 40 + 8 =
+// 48 bytes, the length of an IbCredit record: on stream 0 the receiver must tell them apart by the
+// first word (found between two rxe guests: an 8-byte all_reduce failed the link with "protocol
+// error: bad credit record", then every link, and the collective hung).
+TEST_F(IbDriver, EightByteChunkIsNotACreditRecord) {
+  CoreConfig cfg;
+  cfg.eager_max = 16384;
+  Start(cfg, 14);
+  Messages(std::vector<size_t>(64, 8));
+  ASSERT_TRUE(Run(10000)) << "not delivered: " << sobs_.All() << " / " << robs_.All();
+  Verify();
+  EXPECT_GT(sd_->stats().staged, 0u);
+  EXPECT_TRUE(sobs_.failovers.empty()) << sobs_.All();
+  EXPECT_TRUE(g_warns.empty()) << g_warns.front();
+}
+
+// A connection set up long before its first use (NCCL connects every channel at init; rerail-perf's
+// all_reduce connections after a long sendrecv) connects its IB links only once driven: the time it
+// sat unused with its links still connecting is no RERAIL_GIVEUP_MS outage (found between two rxe
+// guests: the first all_reduce failed at once, "no link (ib rxe0 ...) for RERAIL_GIVEUP_MS").
+TEST_F(IbDriver, ConnectionUnusedForLongerThanGiveUpStillConnects) {
+  CoreConfig cfg;
+  cfg.eager_max = 16384;
+  cfg.giveup_ns = 300'000'000;
+  deferred_ = hold_ = true;
+  Start(cfg, 14);
+  for (int i = 0; i < 5; ++i) Step();  // both cores polled with no link working: the sender dialled
+  ASSERT_FALSE(Healthy(0) || Healthy(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(450));  // unused
+  Step();  // first use: the peer, unused as long, has not answered yet
+  hold_ = false;
+  Messages({8, 4096, 3 * kChunk});
+  ASSERT_TRUE(Run(5000)) << "not delivered: " << send_->status().message() << " / " << recv_->status().message();
+  Verify();
+  EXPECT_TRUE(sobs_.failovers.empty()) << sobs_.All();
 }
 
 // An unpolled peer is not a black hole: with receive credits nothing waits for a receive the peer's
