@@ -297,8 +297,15 @@ Status IbRecvComm::Progress() {
     ib::IbLinkHello answer{};
     Status st = drv_.Accept(now, h, &answer);
     if (!st.ok()) {
-      RR_WARN("conn %016lx: IB link %u (epoch %u) refused: %s", static_cast<unsigned long>(conn_id_), h.link, h.epoch,
-              st.ToString().c_str());
+      if (drv_.rail_down(h.peer_rail)) {
+        // A failback probe while the port is down: expected at every back-off step (the failover the
+        // port event caused has WARNed once).
+        RR_INFO(log::kFlagNet, "conn %016lx: IB link %u (epoch %u) refused: %s", static_cast<unsigned long>(conn_id_),
+                h.link, h.epoch, st.message().c_str());
+      } else {
+        RR_WARN("conn %016lx: IB link %u (epoch %u) refused: %s", static_cast<unsigned long>(conn_id_), h.link, h.epoch,
+                st.ToString().c_str());
+      }
       answer = h;
       answer.magic = 0;
     }

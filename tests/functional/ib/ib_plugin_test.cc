@@ -563,6 +563,8 @@ TEST_F(IbPlugin, PortEventFailsOverWithoutWcErrors) {
     }
   }
   EXPECT_NE(first.find("link-down event"), std::string::npos) << Warns();
+  // Probes refused while the port was down are INFO: one fault, one WARN for its failover.
+  EXPECT_FALSE(Logged(g_warns, "refused")) << Warns();
 }
 
 }  // namespace
