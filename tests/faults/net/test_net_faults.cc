@@ -249,9 +249,9 @@ TEST_F(NetFaults, PrimaryDownAtConnectTime) {
 // The primary rail (NCCL's device, rail 0 for both peers) fails and heals: the traffic moves to the
 // standby rail and back to the primary once the re-probe succeeds.
 // Host 1 sees no event (the cable is on host 0's side): a probe it started while the rail was dark
-// waits on the kernel's SYN retransmission (1 s, then 2 s later), so its failback comes 0.1-3 s after
-// the heal, depending on when the probe began (twice in 20 loaded runs, a fixed 700 ms wait measured
-// before host 1 was back). The 1 s window starts once host 1 sends on the rail again (at most 4 s).
+// waits on the kernel's 1 s retransmission timers (SYN, neighbour resolution), so its failback comes
+// about 1 s after the heal (920-1005 ms measured). A fixed 700 ms wait measured before host 1 was
+// back (2 of 10 loaded runs failed). The 1 s window starts once host 1 sends on the rail again (<= 4 s).
 TEST_F(NetFaults, HealedRailIsProbedAndReadmitted) {
   PeerResult a, b;
   uint64_t down0 = 0, down1 = 0, up0[2] = {}, up1[2] = {};
