@@ -18,7 +18,8 @@ RERAIL_POLICY=failover NCCL_DEBUG=INFO RERAIL_TCP_IFNAME=rail timeout 120 "$perf
 rc=$?
 b0=$(txb 0) b1=$(txb 1)
 cat "$work/out.txt"
-[ $rc -eq 0 ] || { echo "FAIL: rerail-perf exited with $rc"; tail -5 "$work/err.txt"; exit 1; }
+# On failure: every WARN of both ranks (the plugin's reason comes before rerail-perf's last lines).
+[ $rc -eq 0 ] || { echo "FAIL: rerail-perf exited with $rc"; grep -E "WARN|failed|->" "$work/err.txt" | tail -40; exit 1; }
 grep -q "^# Out of bounds values : 0 OK" "$work/out.txt" || { echo "FAIL: wrong values"; exit 1; }
 grep -m1 "RERAIL_POLICY=failover spreads over every healthy rail" "$work/err.txt" ||
   { echo "FAIL: no rank found its 50 Mb/s primary degraded"; grep "NET/rerail" "$work/err.txt" | tail -5; exit 1; }
