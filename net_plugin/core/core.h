@@ -249,8 +249,10 @@ class CoreBase {
   CoreBase(uint64_t conn_id, CoreObserver* obs) : conn_id_(conn_id), obs_(obs != nullptr ? obs : &null_obs_) {}
   void Transition(ConnState to, const std::string& why);
   Status Fail(Code code, const std::string& why);
-  // Runs while no link works (usable and not stalled); true once it has run for longer than giveup_ns.
-  bool GiveUpDue(int working, uint64_t now, uint64_t giveup_ns);
+  // Runs while no link works (usable and not stalled) on a connection in use (a message posted: one
+  // set up long before its first use has had no chance to connect its links); true once it has run
+  // for longer than giveup_ns.
+  bool GiveUpDue(bool in_use, int working, uint64_t now, uint64_t giveup_ns);
 
   // copier_(dst, src, len), or memcpy when unset.
   Status Copy(void* dst, const void* src, size_t len);

@@ -59,8 +59,8 @@ Status CoreBase::Fail(Code code, const std::string& why) {
   return failure_;
 }
 
-bool CoreBase::GiveUpDue(int working, uint64_t now, uint64_t giveup_ns) {
-  if (working > 0) {
+bool CoreBase::GiveUpDue(bool in_use, int working, uint64_t now, uint64_t giveup_ns) {
+  if (!in_use || working > 0) {
     no_link_since_ns_ = 0;
     return false;
   }

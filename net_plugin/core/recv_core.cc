@@ -381,8 +381,7 @@ void RecvCore::Poll(uint64_t now, bool idle) {
   QueueControl(now, idle);
   int working = 0;
   for (const auto& l : links_) working += l.alive && !Stalled(l) && !l.rail_down;
-  // The give-up clock starts at the first receive (core.h).
-  if (tracker_.posted() > 0 && GiveUpDue(working, now, cfg_.giveup_ns) &&
+  if (GiveUpDue(tracker_.posted() > 0, working, now, cfg_.giveup_ns) &&
       tracker_.completed_prefix() != tracker_.posted()) {
     (void)Fail(Code::kRemoteError, "no link from the peer for RERAIL_GIVEUP_MS (" +
                                        std::to_string(cfg_.giveup_ns / 1000000) + " ms)");

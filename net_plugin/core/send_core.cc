@@ -480,7 +480,7 @@ void SendCore::Poll(uint64_t now) {
   int live = LiveLinks();
   int working = 0;
   for (const auto& l : links_) working += l.fsm.usable() && !Stalled(l) && !l.rail_down;
-  bool give_up = next_seq_ > 0 && GiveUpDue(working, now, cfg_.giveup_ns);  // from the 1st message
+  bool give_up = GiveUpDue(next_seq_ > 0, working, now, cfg_.giveup_ns);
   if (live > 0) {
     peer_closed_links_ = 0;
     if (give_up) {

@@ -225,11 +225,8 @@ void IbRecvDriver::FlushOut(uint64_t now, int idx) {
 
 void IbRecvDriver::OnRecv(uint64_t now, int idx, const IbLink::Event& ev) {
   Link& l = links_[idx];
-  // 48 bytes is also a Frame with an 8-byte payload (an eager chunk or a re-send, on any stream):
-  // the first word tells them apart (kCreditMagic is no kFrameMagic, ib_wire.h).
-  uint32_t magic = 0;
-  if (ev.len >= sizeof(magic)) memcpy(&magic, ev.data, sizeof(magic));
-  if (ev.len == sizeof(IbCredit) && ev.stream == 0 && magic == kCreditMagic) {
+  // 48 bytes is also a Frame with an 8-byte payload (an eager chunk or a re-send, ib_wire.h).
+  if (ev.stream == 0 && IsCreditRecord(ev.data, ev.len)) {
     IbCredit c;
     memcpy(&c, ev.data, sizeof(c));
     l.ib->Grant(c);

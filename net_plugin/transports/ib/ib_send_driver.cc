@@ -90,10 +90,9 @@ void IbSendDriver::PollCompletions(uint64_t now) {
 
 void IbSendDriver::OnRecv(uint64_t now, int idx, const IbLink::Event& ev) {
   Link& l = links_[idx];
-  if (ev.len == sizeof(IbCredit)) {
+  if (IsCreditRecord(ev.data, ev.len)) {
     IbCredit c;
     memcpy(&c, ev.data, sizeof(c));
-    if (c.magic != kCreditMagic) return LinkError(now, idx, "protocol error: bad credit record");
     l.ib->Grant(c);
   } else if (ev.len == sizeof(IbCts)) {
     IbCts c;

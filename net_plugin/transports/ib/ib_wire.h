@@ -47,6 +47,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "wire.h"
 #include "transports/ib/ib_qp.h"
@@ -95,5 +96,12 @@ struct IbCredit {
 // the receiver tells them apart by the first word (kCreditMagic is no kFrameMagic | type).
 static_assert((kCreditMagic & 0xffff0000u) != net::kFrameMagic, "an IbCredit is never read as a Frame");
 static_assert(sizeof(IbCredit) == 48, "IbCredit is one inline SEND");
+
+// Whether a received message is an IbCredit record: its length and its first word (both drivers ask).
+inline bool IsCreditRecord(const void* data, uint32_t len) {
+  uint32_t magic = 0;
+  if (len == sizeof(IbCredit)) std::memcpy(&magic, data, sizeof(magic));
+  return magic == kCreditMagic;
+}
 
 }  // namespace rr::ib
