@@ -7,6 +7,7 @@ add_library(rerail_netbench_lib STATIC
   ${CMAKE_CURRENT_LIST_DIR}/pattern.cc
   ${CMAKE_CURRENT_LIST_DIR}/proxy_driver.cc
   ${CMAKE_CURRENT_LIST_DIR}/plan.cc
+  ${CMAKE_CURRENT_LIST_DIR}/raw_pingpong.cc
   ${CMAKE_CURRENT_LIST_DIR}/peer.cc
   ${CMAKE_CURRENT_LIST_DIR}/netbench_cli.cc)
 target_include_directories(rerail_netbench_lib PUBLIC ${CMAKE_CURRENT_LIST_DIR})

@@ -4,9 +4,12 @@
 // The process spawns a copy of itself as the peer (--peer, commanded over a socketpair), both load the
 // plugin, and they connect one send and one recv comm each way exactly as NCCL's proxy would. Then:
 //   * throughput: --iters messages of --size bytes, --window outstanding (NCCL_STEPS = 8), one way;
-//   * latency: --lat-iters ping-pong round trips of --lat-size bytes.
+//   * latency: --lat-iters ping-pong round trips of --lat-size bytes;
+//   * the latency reference (raw_pingpong.h): the same ping-pong over one raw TCP connection whose ends
+//     spin on non-blocking sockets, no plugin (run first, before the plugin is loaded).
 // Output: a human line per figure and, last, one machine-readable line:
 //   RESULT bw_GBps=<x> lat_us=<mean half round trip, as sockperf reports> lat_p50_us=<median> rtt_us=<y>
+//          raw_lat_us=<reference, mean half round trip> raw_lat_p50_us=<median>
 // The plugin's knobs (RERAIL_TCP_STREAMS, ...) come from the environment both processes inherit.
 #include <CLI/CLI.hpp>
 
@@ -18,6 +21,7 @@
 #include "peer.h"
 #include "plan.h"
 #include "proxy_driver.h"
+#include "raw_pingpong.h"
 
 using nlohmann::json;
 using rr::Status;
@@ -32,7 +36,7 @@ struct Options {
   int window = 8;
   uint64_t lat_size = 8;
   uint64_t lat_iters = 20000;
-  bool bw = true, lat = true;
+  bool bw = true, lat = true, raw = true;
   bool verbose = false;
 };
 
@@ -77,8 +81,24 @@ Status Bandwidth(nb::Endpoint& ep, nb::PeerClient& peer, void* sc, const Options
   return Status::Ok();
 }
 
+void PrintRtt(const char* what, const Options& o, const nb::RttStats& rtt) {
+  std::printf("%s: %llu B ping-pong, %llu round trips: rtt mean %.2f us (one-way %.2f), median %.2f us (one-way %.2f)\n",
+              what, static_cast<unsigned long long>(o.lat_size), static_cast<unsigned long long>(o.lat_iters),
+              rtt.mean_us, rtt.mean_us / 2, rtt.p50_us, rtt.p50_us / 2);
+}
+
 int Main(const Options& o) {
   nb::LogCapture::SetEcho(o.verbose);
+  nb::RttStats raw;
+  if (o.raw) {  // before the plugin and its threads exist: the reference forks
+    Status s = nb::RawTcpPingPong(o.lat_size, o.lat_iters / 10 + 1, o.lat_iters, 120000, &raw);
+    if (!s.ok()) return Die("raw TCP reference", s);
+    PrintRtt("raw TCP reference (non-blocking, both ends spinning)", o, raw);
+  }
+  if (!o.bw && !o.lat) {
+    std::printf("RESULT raw_lat_us=%.3f raw_lat_p50_us=%.3f\n", raw.mean_us / 2, raw.p50_us / 2);
+    return 0;
+  }
   nb::PeerClient peer;
   json r;
   Status s = peer.Spawn("/proc/self/exe", {"netbench", "--peer"}, {});
@@ -113,11 +133,7 @@ int Main(const Options& o) {
     Status pr = peer.Reply(&r, 120000);
     if (s.ok()) s = pr;
     if (!s.ok()) return Die("latency", s);
-    std::printf(
-        "latency: %llu B ping-pong, %llu round trips: rtt mean %.2f us (one-way %.2f), median %.2f us "
-        "(one-way %.2f)\n",
-        static_cast<unsigned long long>(o.lat_size), static_cast<unsigned long long>(o.lat_iters),
-        rtt.mean_us, rtt.mean_us / 2, rtt.p50_us, rtt.p50_us / 2);
+    PrintRtt("latency", o, rtt);
   }
   (void)peer.Call({{"cmd", "close"}}, &r, 30000);
   (void)ep->net().CloseSend(sc);
@@ -125,8 +141,10 @@ int Main(const Options& o) {
   (void)peer.Call({{"cmd", "finalize"}}, &r, 30000);
   (void)peer.Call({{"cmd", "exit"}}, &r, 10000);
   peer.peer().Wait(10000);
-  std::printf("RESULT bw_GBps=%.4f lat_us=%.3f lat_p50_us=%.3f rtt_us=%.3f\n", gbps, rtt.mean_us / 2,
+  std::printf("RESULT bw_GBps=%.4f lat_us=%.3f lat_p50_us=%.3f rtt_us=%.3f", gbps, rtt.mean_us / 2,
               rtt.p50_us / 2, rtt.mean_us);
+  if (o.raw) std::printf(" raw_lat_us=%.3f raw_lat_p50_us=%.3f", raw.mean_us / 2, raw.p50_us / 2);
+  std::printf("\n");
   return 0;
 }
 
@@ -146,7 +164,8 @@ int rr::netbench::CliMain(int argc, char** argv, const std::string& default_plug
   app.add_option("--window", o.window, "outstanding requests per comm")->check(CLI::Range(1, 32));
   app.add_option("--lat-size", o.lat_size, "bytes per ping-pong message")->check(CLI::Range(0, 1 << 20));
   app.add_option("--lat-iters", o.lat_iters, "ping-pong round trips")->check(CLI::Range(1, 10000000));
-  app.add_option("--only", only, "run only 'bw' or 'lat'")->check(CLI::IsMember({"bw", "lat"}));
+  app.add_option("--only", only, "run only 'bw', 'lat' or 'raw' (the raw TCP latency reference)")
+      ->check(CLI::IsMember({"bw", "lat", "raw"}));
   app.add_flag("-v,--verbose", o.verbose, "echo the plugin's log lines");
   app.add_flag("--peer", peer_mode, "internal: run as the commanded peer on fd 3");
   CLI11_PARSE(app, argc, argv);
@@ -154,7 +173,7 @@ int rr::netbench::CliMain(int argc, char** argv, const std::string& default_plug
     nb::Oob oob(3);
     return nb::RunPeer(oob);
   }
-  if (only == "bw") o.lat = false;
-  if (only == "lat") o.bw = false;
+  if (!only.empty()) o.bw = only == "bw", o.lat = only == "lat", o.raw = only == "raw";
+  if (only.empty() && o.lat_size == 0) o.raw = false;  // a TCP ping-pong needs a byte to carry
   return Main(o);
 }
