@@ -20,7 +20,9 @@
 #      (soak seconds; default 60, --quick 10), BENCH_POLICIES (default "stripe failover"),
 #      BENCH_SIZE (message size; default 64M, --quick 32M), BENCH_ITERS (timed iterations; default 5, --quick 2),
 #      BENCH_FAULT_S (seconds of each timed loop of the fault runs; default 10, --quick 5),
-#      BENCH_FAULT_AT (fault time in s after start; default 3), BENCH_OUT (outputs; default
+#      BENCH_FAULT_AT (fault time in s after start; default 3), BENCH_CHANNELS (rerail-perf -C: channels,
+#      i.e. connections per peer; default 4, one per rail; 1: one connection striped over every rail),
+#      BENCH_OUT (outputs; default
 #      bench-out), BUILD_DIR (default build), RERAIL_NETNS_PREFIX (simulated hosts; default rrbh).
 # Outputs in BENCH_OUT: per run <policy>-<run>.txt (table), .log (stderr: plugin WARN lines),
 #      .json (-J), .timeline.json; summary.txt.
@@ -48,6 +50,8 @@ RATE=${BENCH_RATE:-200mbit}
 POLICIES=${BENCH_POLICIES:-stripe failover}
 OUT=${BENCH_OUT:-bench-out}
 FAULT_AT=${BENCH_FAULT_AT:-3}
+CHANNELS=${BENCH_CHANNELS:-4}
+case "$CHANNELS" in ''|*[!0-9]*|0) echo "bench-rails: BENCH_CHANNELS must be a positive integer, not '$CHANNELS'" >&2; exit 2 ;; esac
 if [ "$QUICK" = 1 ]; then
   SOAK=${BENCH_SOAK_S:-10} ITERS=${BENCH_ITERS:-2} FAULT_S=${BENCH_FAULT_S:-5} IPERF_S=2 SIZE=${BENCH_SIZE:-32M}
 else
@@ -126,7 +130,7 @@ perf() {
   echo
   echo "## $name (RERAIL_POLICY=$pol): rerail-perf $*"
   # In the background so that a TERM reaches the cleanup at once (the launcher stops its ranks).
-  RERAIL_TCP_IFNAME=rail RERAIL_POLICY=$pol "$PERF" --plugin "$PLUGIN" --hosts "$HOSTS" -N 2 -C "$NRAILS" \
+  RERAIL_TCP_IFNAME=rail RERAIL_POLICY=$pol "$PERF" --plugin "$PLUGIN" --hosts "$HOSTS" -N 2 -C "$CHANNELS" \
     --no-progress --timeout $((SOAK + 240)) -J "$OUT/$name.json" --timeline "$OUT/$name.timeline.json" "$@" \
     >"$OUT/$name.txt" 2>"$OUT/$name.log" &
   pids+=($!)
@@ -160,7 +164,7 @@ fig() { local v; v=$(kv "$1" "$2"); echo "${v:-run failed}"; }  # key file: valu
 val() { if [ "$1" = 1 ]; then shift; "$@"; else echo "run failed"; fi; }  # ok cmd...: its value or "run failed"
 
 echo "# rerail multi-rail benchmark$([ "$QUICK" = 1 ] && echo ' (--quick)'): $HOSTS simulated hosts x $NRAILS rails," \
-     "X = $RATE per rail (tc tbf), $SIZE messages, policies: $POLICIES"
+     "X = $RATE per rail (tc tbf), $SIZE messages, -C $CHANNELS, policies: $POLICIES"
 echo "# $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); figures on a shared machine are noisy"
 $RAILS down >/dev/null 2>&1 || true
 $RAILS up "$HOSTS" "$NRAILS" >/dev/null
