@@ -29,6 +29,19 @@ std::vector<uint64_t> RailGens(const RailSignals* rails, size_t n) {
   return g;
 }
 
+// The bytes per rail a driver counted since the last call, onto the board (sent or received).
+void BoardBytes(rails::BoardWriter* board, const std::vector<uint64_t>& counted, std::vector<uint64_t>* reported,
+                bool sent) {
+  if (board == nullptr) return;
+  if (reported->size() < counted.size()) reported->resize(counted.size());
+  for (size_t r = 0; r < counted.size(); ++r) {
+    uint64_t d = counted[r] - (*reported)[r];
+    if (d == 0) continue;
+    (*reported)[r] = counted[r];
+    board->AddBytes(static_cast<int>(r), sent ? d : 0, sent ? 0 : d);
+  }
+}
+
 std::vector<SendCore::LinkSpec> Specs(const IbContext& ib, const std::vector<ib::IbSendLinkSpec>& plan) {
   std::vector<SendCore::LinkSpec> out;
   for (const auto& p : plan) {
@@ -208,6 +221,7 @@ Status IbSendComm::Progress() {
       }
     }
   }
+  BoardBytes(cfg_.board, drv_->stats().rail_bytes, &board_bytes_, true);
   DrainCompletions(*core_);
   return core_->status();
 }
@@ -321,6 +335,7 @@ Status IbRecvComm::Progress() {
       drv_.OnPeerClosed(now, "sender closed the connection: " + closed.message());
     }
   }
+  BoardBytes(cfg_.board, drv_.stats().rail_bytes, &board_bytes_, false);
   Completion c;
   while (drv_.NextCompletion(&c)) {
     auto* r = static_cast<Request*>(c.owner);

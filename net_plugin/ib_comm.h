@@ -35,11 +35,12 @@
 //     the connection fails and pending requests return ncclRemoteError), as TCP's close / RST does.
 //     A closing receiver first drives I/O until its queued acks were sent (bounded, 1 s).
 //   * Rail-health board (RERAIL_BOARD): slot = IB device; port events, failovers (with re-sent chunks),
-//     failbacks and bandwidth estimates of the send comms, as for TCP rails. Profiler (NCCL's callback):
+//     failbacks and bandwidth estimates of the send comms, bytes sent (frames posted) and received
+//     (payload placed) per rail, as for TCP rails. Profiler (NCCL's callback):
 //     IO spans of every isend / irecv with a step handle, and the send comms' failover / retransmit /
 //     failback events, as SendComm / RecvComm emit them.
-//   * Not done yet (net_plugin/README.md "IB in the plugin"): bytes sent / received per rail on the
-//     board, rail-state and receiver-side failover profiler events, a timeout on an unanswered handshake.
+//   * Not done yet (net_plugin/README.md "IB in the plugin"): rail-state and receiver-side failover
+//     profiler events, a timeout on an unanswered handshake.
 #pragma once
 
 #include <cstdint>
@@ -127,6 +128,7 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   std::vector<std::deque<ib::IbLinkHello>> answers_;  // per link, arrived and not yet taken
   std::unique_ptr<SendCore> core_;
   std::unique_ptr<ib::IbSendDriver> drv_;  // after core_: destroyed first
+  std::vector<uint64_t> board_bytes_;      // per rail: the driver's byte count last put on the board
 };
 
 class IbRecvComm final : public Comm, private CoreObserver {
@@ -146,6 +148,7 @@ class IbRecvComm final : public Comm, private CoreObserver {
   bool boot_dead_ = false;  // ended: the sender closed; the links were told (OnPeerClosed)
   RecvCore core_;
   ib::IbRecvDriver drv_;  // after core_: destroyed first
+  std::vector<uint64_t> board_bytes_;  // per rail: the driver's byte count last put on the board
 };
 
 class IbListenComm {

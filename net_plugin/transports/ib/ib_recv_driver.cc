@@ -22,6 +22,7 @@ IbRecvDriver::IbRecvDriver(net::RecvCore* core, std::vector<IbDevice*> rails, co
   if (cfg_.qp.max_recv < static_cast<uint32_t>(cfg_.recv_slots)) cfg_.qp.max_recv = static_cast<uint32_t>(cfg_.recv_slots);
   cfg_.stage_slots = 0;
   cfg_.stage_bytes = 0;
+  stats_.rail_bytes.assign(rails_.size(), 0);
 }
 
 IbRecvDriver::~IbRecvDriver() = default;
@@ -269,6 +270,8 @@ bool IbRecvDriver::Deliver(uint64_t now, int idx, int stream, const Frame& h, co
         }
         ++stats_.placed_written;
       }
+      if (int rail = links_[idx].rail; rail >= 0 && static_cast<size_t>(rail) < stats_.rail_bytes.size())
+        stats_.rail_bytes[static_cast<size_t>(rail)] += a.len;
       core_->OnPayload(now, idx, stream);
       return true;
     case RxAction::kDiscard:

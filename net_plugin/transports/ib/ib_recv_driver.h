@@ -64,6 +64,8 @@ class IbRecvDriver {
     uint64_t discarded = 0;       // duplicates dropped
     uint64_t guarded = 0;         // links moved to ERR because the core dropped them
     uint64_t wc_errors = 0;
+    std::vector<uint64_t> rail_bytes;  // per local rail: payload bytes placed (written or copied), as
+                                       // TCP counts the payload it reads (the board's "received")
   };
   const Stats& stats() const { return stats_; }
   bool connected(int link) const { return link < static_cast<int>(links_.size()) && links_[link].up; }

@@ -21,6 +21,8 @@ IbSendDriver::IbSendDriver(net::SendCore* core, std::vector<IbSendLinkSpec> link
   for (size_t i = 0; i < links.size(); ++i) {
     links_[i].spec = links[i];
     links_[i].fence.resize(static_cast<size_t>(cfg.streams));
+    if (links[i].rail >= 0 && static_cast<size_t>(links[i].rail) >= stats_.rail_bytes.size())
+      stats_.rail_bytes.resize(static_cast<size_t>(links[i].rail) + 1);
   }
   cfg_.recv_streams = 1;
   cfg_.recv_slots = kCtlSlots;
@@ -300,6 +302,7 @@ void IbSendDriver::Write(uint64_t now, int idx, int stream, const net::TxFrame& 
     return;
   }
   if (net::TypeOf(h) == FrameType::kData && idx < 16) ++stats_.link_chunks[idx];
+  if (l.spec.rail >= 0) stats_.rail_bytes[static_cast<size_t>(l.spec.rail)] += kHdr + h.len;
   core_->OnWritten(idx, kHdr + h.len);
   core_->OnTxDone(now, idx, h);
 }

@@ -94,6 +94,8 @@ class IbSendDriver {
     uint64_t wc_errors = 0; // send/receive completions with an error other than a flush
     uint64_t connects = 0;  // successful (re)connects
     uint64_t link_chunks[16] = {};  // data chunks written or sent per link
+    std::vector<uint64_t> rail_bytes;  // per local rail (IbSendLinkSpec::rail): frames posted, header +
+                                       // payload, as TCP counts the bytes it writes (the board's "sent")
   };
   const Stats& stats() const { return stats_; }
   bool connected(int link) const { return links_[link].up; }

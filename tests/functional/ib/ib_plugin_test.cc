@@ -274,6 +274,12 @@ TEST_F(IbPlugin, EverySizeThroughTheAbi) {
   EXPECT_EQ(recvs, 2 * static_cast<int>(sizes.size()));
   EXPECT_EQ(sent, total);
   EXPECT_EQ(received, total);
+  // rerail-top's byte columns: this process sent and received every payload byte over its IB rails
+  // (the sender counts frames posted with their headers; the receiver counts payload placed).
+  uint64_t board_sent = 0, board_recv = 0;
+  for (const auto& r : b.rails) board_sent += r.bytes_sent, board_recv += r.bytes_recv;
+  EXPECT_GE(board_recv, total) << "payload placed, on the board";
+  EXPECT_GE(board_sent, board_recv) << "frames posted include every payload byte placed";
   EXPECT_TRUE(g_warns.empty()) << Warns();
 }
 
