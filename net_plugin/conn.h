@@ -154,6 +154,10 @@ class Comm {
                       uint64_t chunks, uint64_t stall_ns, bool was_probing);
   void ReportRetransmit(const ConnConfig& cfg, int to_dev, uint64_t bytes, uint64_t chunks);
   void ReportFailback(const ConnConfig& cfg, int dev);
+  // A link's state change (profiler RAIL_STATE event), send comms, TCP and IB alike.
+  void ReportLinkState(const ConnConfig& cfg, int dev, LinkState from, LinkState to, const std::string& why);
+  // A receive comm's core dropped a link (profiler FAILOVER event: nothing re-sent, no survivor named).
+  void ReportRecvFailover(const ConnConfig& cfg, int dev, const std::string& why);
 
   uint32_t magic_;
   RequestPool pool_;

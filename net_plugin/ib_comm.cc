@@ -238,6 +238,10 @@ void IbSendComm::OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) {
 
 void IbSendComm::OnFailback(int link) { ReportFailback(cfg_, plan_[link].rail); }
 
+void IbSendComm::OnLinkState(int link, LinkState from, LinkState to, const std::string& why) {
+  ReportLinkState(cfg_, plan_[link].rail, from, to, why);
+}
+
 void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
   if (cfg_.board) cfg_.board->SetBandwidth(plan_[link].rail, bytes_per_s);
 }
@@ -343,6 +347,12 @@ Status IbRecvComm::Progress() {
     r->state = ReqState::kDone;
   }
   return core_.status();
+}
+
+void IbRecvComm::OnFailover(int link, const std::string& why, uint64_t /*bytes*/, uint64_t /*chunks*/, int /*to_link*/,
+                            uint64_t /*stall_ns*/, bool /*was_probing*/) {
+  int rail = drv_.link_rail(link);
+  if (rail >= 0) ReportRecvFailover(cfg_, rail, why);
 }
 
 Status IbRecvComm::Irecv(void* data, size_t cap, ib::MrHandle* mh, void* phandle, Request** req) {

@@ -37,10 +37,10 @@
 //   * Rail-health board (RERAIL_BOARD): slot = IB device; port events, failovers (with re-sent chunks),
 //     failbacks and bandwidth estimates of the send comms, bytes sent (frames posted) and received
 //     (payload placed) per rail, as for TCP rails. Profiler (NCCL's callback):
-//     IO spans of every isend / irecv with a step handle, and the send comms' failover / retransmit /
-//     failback events, as SendComm / RecvComm emit them.
-//   * Not done yet (net_plugin/README.md "IB in the plugin"): rail-state and receiver-side failover
-//     profiler events, a timeout on an unanswered handshake.
+//     IO spans of every isend / irecv with a step handle, the send comms' failover / retransmit /
+//     failback / rail-state events and the receive comms' failover events, as SendComm / RecvComm
+//     emit them.
+//   * Not done yet (net_plugin/README.md "IB in the plugin"): a timeout on an unanswered handshake.
 #pragma once
 
 #include <cstdint>
@@ -113,6 +113,7 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
                   bool was_probing) override;
   void OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) override;
   void OnFailback(int link) override;
+  void OnLinkState(int link, LinkState from, LinkState to, const std::string& why) override;
   void OnBandwidth(int link, uint64_t bytes_per_s) override;
   Status PumpBoot();  // the answers that arrived, into answers_; an error = the bootstrap ended
   Status Dial(uint64_t now, const ib::IbLinkHello& hello, ib::IbLinkHello* answer, bool* answered) override;
@@ -141,6 +142,9 @@ class IbRecvComm final : public Comm, private CoreObserver {
 
  private:
   Status Progress();
+  // CoreObserver: the profiler's receiver-side failover event (rail = the link's local IB device).
+  void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
+                  bool was_probing) override;
 
   ConnConfig cfg_;
   std::vector<uint64_t> rail_gen_;

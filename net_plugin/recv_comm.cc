@@ -255,11 +255,9 @@ Status RecvComm::Test(Request* r, int* done, int* size) {
 
 void RecvComm::OnFailover(int link, const std::string& why, uint64_t /*bytes*/, uint64_t /*chunks*/, int /*to_link*/,
                           uint64_t /*stall_ns*/, bool /*was_probing*/) {
-  if (cfg_.prof == nullptr || static_cast<size_t>(link) >= links_.size()) return;
+  if (static_cast<size_t>(link) >= links_.size()) return;
   // The receiver re-sends nothing (bytes 0) and does not pick the survivor (toRail -1).
-  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, links_[link].rail, ShortReason(why));
-  ev.connId = static_cast<uint32_t>(conn_id_);
-  cfg_.prof->Post(ev);
+  ReportRecvFailover(cfg_, links_[link].rail, why);
 }
 
 Status ListenComm::Accept(std::unique_ptr<RecvComm>* out) {

@@ -81,15 +81,6 @@ std::vector<SendCore::LinkSpec> Specs(const ConnConfig& cfg, const std::vector<L
   return out;
 }
 
-int ProfRailState(LinkState s) {
-  switch (s) {
-    case LinkState::kHealthy: return RR_PROF_RAIL_HEALTHY;
-    case LinkState::kFailed: return RR_PROF_RAIL_FAILED;
-    case LinkState::kConnecting:
-    case LinkState::kProbing: return RR_PROF_RAIL_RECOVERING;
-  }
-  return RR_PROF_RAIL_FAILED;
-}
 }  // namespace
 
 SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan)
@@ -372,6 +363,33 @@ void Comm::ReportRetransmit(const ConnConfig& cfg, int to_dev, uint64_t bytes, u
   cfg.prof->Post(ev);
 }
 
+namespace {
+int ProfRailState(LinkState s) {
+  switch (s) {
+    case LinkState::kHealthy: return RR_PROF_RAIL_HEALTHY;
+    case LinkState::kFailed: return RR_PROF_RAIL_FAILED;
+    case LinkState::kConnecting:
+    case LinkState::kProbing: return RR_PROF_RAIL_RECOVERING;
+  }
+  return RR_PROF_RAIL_FAILED;
+}
+}  // namespace
+
+void Comm::ReportLinkState(const ConnConfig& cfg, int dev, LinkState from, LinkState to, const std::string& why) {
+  if (cfg.prof == nullptr) return;
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RAIL_STATE, dev, why.c_str());
+  ev.prevState = ProfRailState(from);
+  ev.state = ProfRailState(to);
+  cfg.prof->Post(ev);
+}
+
+void Comm::ReportRecvFailover(const ConnConfig& cfg, int dev, const std::string& why) {
+  if (cfg.prof == nullptr) return;
+  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILOVER, dev, ShortReason(why));
+  ev.connId = static_cast<uint32_t>(conn_id_);
+  cfg.prof->Post(ev);
+}
+
 void Comm::ReportFailback(const ConnConfig& cfg, int dev) {
   if (cfg.prof) {
     auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_FAILBACK, dev, "probe-ok");
@@ -397,11 +415,7 @@ void SendComm::OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) {
 void SendComm::OnFailback(int link) { ReportFailback(cfg_, links_[link].plan.local_dev); }
 
 void SendComm::OnLinkState(int link, LinkState from, LinkState to, const std::string& why) {
-  if (cfg_.prof == nullptr) return;
-  auto ev = prof::MakeNetEvent(RR_PROF_NET_EV_RAIL_STATE, links_[link].plan.local_dev, why.c_str());
-  ev.prevState = ProfRailState(from);
-  ev.state = ProfRailState(to);
-  cfg_.prof->Post(ev);
+  ReportLinkState(cfg_, links_[link].plan.local_dev, from, to, why);
 }
 
 void SendComm::OnBandwidth(int link, uint64_t bytes_per_s) {

@@ -69,6 +69,8 @@ class IbRecvDriver {
   };
   const Stats& stats() const { return stats_; }
   bool connected(int link) const { return link < static_cast<int>(links_.size()) && links_[link].up; }
+  // The local rail a link was accepted on (-1: no such link yet).
+  int link_rail(int link) const { return link >= 0 && link < static_cast<int>(links_.size()) ? links_[link].rail : -1; }
   // The port monitor last reported this rail's port down (Accept refuses links on it).
   bool rail_down(int rail) const {
     return rail >= 0 && static_cast<size_t>(rail) < rail_down_.size() && rail_down_[rail];

@@ -310,9 +310,16 @@ TEST_F(IbPlugin, FailoverThroughTheAbi) {
   EXPECT_GE(b.rails[0].link_down_events, 1u);
   EXPECT_GE(b.rails[0].failovers, 1u);
   // ... and NCCL's profiler: a failover event of rail 0 (delivered under a later isend / irecv's step).
-  bool failover = false;
-  for (const ProfEvent& e : g_prof) failover |= e.ev.kind == RR_PROF_NET_EV_FAILOVER && e.ev.rail == 0;
+  bool failover = false, recv_failover = false, state_failed = false;
+  for (const ProfEvent& e : g_prof) {
+    failover |= e.ev.kind == RR_PROF_NET_EV_FAILOVER && e.ev.rail == 0 && e.ev.toRail >= 0;
+    // The receive comm dropped the link too: its event names no survivor and re-sent nothing.
+    recv_failover |= e.ev.kind == RR_PROF_NET_EV_FAILOVER && e.ev.toRail == -1 && e.ev.bytes == 0;
+    state_failed |= e.ev.kind == RR_PROF_NET_EV_RAIL_STATE && e.ev.rail == 0 && e.ev.state == RR_PROF_RAIL_FAILED;
+  }
   EXPECT_TRUE(failover) << g_prof.size() << " profiler events, no failover of rail 0";
+  EXPECT_TRUE(recv_failover) << "no receiver-side failover event";
+  EXPECT_TRUE(state_failed) << "no rail-state event: rail 0 failed";
   EXPECT_TRUE(Logged(g_warns, "re-sending")) << "no failover WARN: " << Warns();
 }
 
