@@ -74,7 +74,7 @@ Status IbContext::Open(const ib::IbDiscovery& d, std::unique_ptr<IbContext>* out
   }
   c->reg = std::make_unique<ib::VerbsRegistrar>(c->rails());
   c->mrs = std::make_unique<ib::MrCache>(c->reg.get());
-  c->link.streams = 2;
+  c->link.streams = static_cast<int>(Params::Int(ParamId::IbQpsPerLink));
   c->link.recv_slots = 32;
   c->link.qp.max_send = 64;
   c->link.qp.max_recv = 64;

@@ -43,6 +43,8 @@
            "RC QP local ACK timeout exponent: one try waits 4.096 us x 2^value (14: 67 ms). With RERAIL_IB_RETRY_CNT it bounds how long a dead path " \
            "takes to fail (14 and 3: ~270 ms; NCCL's 20 and 7: ~34 s) before rerail fails over") \
   RR_PARAM(IbRetryCnt, "IB_RETRY_CNT", kInt, "3", "", "0:7", "RC QP transport retries before RETRY_EXC_ERR (see RERAIL_IB_TIMEOUT)") \
+  RR_PARAM(IbQpsPerLink, "IB_QPS_PER_LINK", kInt, "2", "QPs", "1:16",                                      \
+           "RC QPs per IB link (per rail per connection; NCCL_IB_QPS_PER_CONNECTION's role): the sender's value, which the receiver follows") \
   /* resilience */                                                                                         \
   RR_PARAM(Policy, "POLICY", kEnum, "auto", "", "auto|stripe|failover",                                    \
            "stripe: use every healthy rail; failover: primary rail only while healthy and not degraded (measured below 0.4x of a survivor); auto: stripe on TCP, failover on IB") \

@@ -60,7 +60,8 @@ Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* ans
     l.chunk = h.chunk;
   }
   RR_CHECK(l.ib->Connect(h.ep, h.recv_slots));  // receives are posted before the answer leaves
-  std::string name = "ib " + rails_[h.peer_rail]->port().name + " link " + std::to_string(h.link);
+  std::string name = "ib " + rails_[h.peer_rail]->port().name + " link " + std::to_string(h.link) + ", " +
+                     std::to_string(h.streams) + (h.streams == 1 ? " QP" : " QPs");
   if (!core_->OnLinkUp(now, h.link, h.epoch, h.peer_rail, h.streams, name)) {
     l.ib->Fail();
     return Status::Remote("IB link " + std::to_string(h.link) + " refused (stale epoch)");

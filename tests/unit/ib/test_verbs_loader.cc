@@ -124,6 +124,12 @@ TEST(IbKnobs, MalformedValuesNameTheVariable) {
     EnvGuard g("RERAIL_IB_ADDR_FAMILY", "ipx");
     EXPECT_EQ(rr::Params::Load().code(), rr::Code::kInvalidUsage);
   }
+  for (const char* v : {"0", "17", "two"}) {  // QPs per link: 1..16 (a link's streams)
+    EnvGuard g("RERAIL_IB_QPS_PER_LINK", v);
+    rr::Status st = rr::Params::Load();
+    EXPECT_EQ(st.code(), rr::Code::kInvalidUsage) << v;
+    EXPECT_NE(st.message().find("RERAIL_IB_QPS_PER_LINK"), std::string::npos) << st.message();
+  }
   {
     EnvGuard g("RERAIL_IB_HCA", "mlx5_0,,mlx5_1");
     rr::ib::IbOptions o;
