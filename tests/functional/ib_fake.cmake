@@ -64,3 +64,14 @@ if(TARGET nccl-net-rerail)
     ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_IB_TIMEOUT=20"
     FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]|\\[==========\\] 0 tests")
 endif()
+
+# The NCCL-proxy conformance suite (conformance.cmake) with RERAIL_TRANSPORT=ib over the fake: the test
+# process and its conformance_peer are two hosts of one fake fabric (FAKEVERBS_WIRE, a directory the
+# script makes per case), so every byte crosses between the processes' fake HCAs (fake_host.cc). Each
+# case runs in its own process; the script fails a case that did not run on the fake IB ports, and the
+# test if no process executed RDMA for another.
+if(TARGET nccl-net-rerail)
+  add_test(NAME ib_fake_conformance
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/fake_conformance.sh $<TARGET_FILE:conformance_test> $<TARGET_FILE:fakeverbs>)
+  set_tests_properties(ib_fake_conformance PROPERTIES LABELS functional TIMEOUT 1200)
+endif()
