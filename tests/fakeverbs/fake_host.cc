@@ -4,8 +4,9 @@
 //
 // Hosts. A process claims the first free index h by creating <dir>/host<h>.pid (O_EXCL, its pid inside;
 // a file whose pid is dead is stale and reclaimed). While one of its contexts is open it listens on
-// <dir>/host<h>.sock and runs the "HCA" thread; requests go out on one connection per remote host, and
-// their answers come back on it.
+// <dir>/host<h>.sock and runs the "HCA" thread. Each pair of hosts shares one connection (the later
+// host dials the earlier ones when it starts; kHello names it), both ways: requests and the answers
+// to them, so descriptors do not come and go with traffic.
 //
 // Requester (HostLink::Progress, in poll_cq like the in-process wire): sends up to BURST new WRs of a QP
 // per step, each with the next PSN (SEND/WRITE carry their bytes, gathered now); completes WRs in order
@@ -49,7 +50,7 @@ namespace fakeverbs {
 namespace {
 
 constexpr uint32_t kMagic = 0xfa4e1b01;
-constexpr uint8_t kRequest = 1, kAnswer = 2;
+constexpr uint8_t kRequest = 1, kAnswer = 2, kHello = 3;  // kHello: first frame of a dialled connection
 constexpr int32_t kAnsAck = 0;  // IBV_WC_SUCCESS; other answers are a WC status or kAnsRnr
 constexpr int32_t kAnsRnr = -1;
 constexpr int kWcRemInvReqErr = 9;
@@ -59,7 +60,7 @@ constexpr size_t kReadBudget = 8u << 20;      // bytes read from one connection 
 // One frame on a host connection: this head, then `payload` bytes.
 struct FrameHead {
   uint32_t magic;
-  uint8_t type;      // kRequest | kAnswer
+  uint8_t type;      // kRequest | kAnswer | kHello
   uint8_t src_host;  // the requester's host and device
   uint8_t src_dev;
   uint8_t dst_dev;   // the responder's device
@@ -78,8 +79,9 @@ struct FrameHead {
 };
 
 struct Conn {
+  int id = -1;
   int fd = -1;
-  int host = -1;  // outgoing: the host it reaches; incoming: -1
+  int host = -1;  // the host at the other end (an accepted one: once its kHello arrived)
   bool dead = false;
   std::vector<uint8_t> out;  // unsent bytes from out_off
   size_t out_off = 0;
@@ -221,11 +223,17 @@ struct HostLink::Impl {
     auto c = std::make_unique<Conn>();
     c->fd = fd;
     c->host = h;
-    int id = next_id++;
+    c->id = next_id++;
     Conn* raw = c.get();
-    conns[id] = std::move(c);
-    to_host[h] = id;
-    Wake();  // the thread polls it for answers from now on
+    conns[raw->id] = std::move(c);
+    to_host[h] = raw->id;
+    FrameHead hello{};
+    hello.magic = kMagic;
+    hello.type = kHello;
+    hello.src_host = static_cast<uint8_t>(host);
+    Queue(raw, hello, nullptr);
+    TryWrite(raw);
+    Wake();  // the thread polls it from now on
     return raw;
   }
 
@@ -286,6 +294,9 @@ struct HostLink::Impl {
       }
     }
     if (now < q->rnr_until) return;
+    // After a rewind (RNR or timeout) the WRs go again once what was queued before has left: a
+    // requester resends from the NAKed PSN, it does not pile copies behind the ones in flight.
+    if (q->emitted == 0 && q->sq.front().sent_at != Clock::time_point{} && Pending(c)) return;
     std::vector<uint8_t> bytes;
     for (int n = 0; n < f.burst && q->emitted < q->sq.size(); ++n) {
       SendOp& op = q->sq[q->emitted];
@@ -475,6 +486,21 @@ struct HostLink::Impl {
 
   // ---- the thread -----------------------------------------------------------------------------------
 
+  // A host dialled us: our requests to it use this connection too (one per pair of hosts, so a
+  // process's descriptors do not change with the traffic, as a real HCA's do not).
+  void OnHello(Conn* c, int from) {
+    c->host = from;
+    if (!to_host.count(from)) to_host[from] = c->id;
+  }
+
+  // At Start: a connection to every host already in the fabric (the ones that come later dial us).
+  void DialAll() {
+    for (int h = 0; h < kMaxHosts; ++h) {
+      struct stat st;
+      if (h != host && stat(SockPath(h).c_str(), &st) == 0) ConnTo(h);
+    }
+  }
+
   void ReadFrom(Conn* c) {
     size_t budget = kReadBudget;
     while (!c->dead && budget > 0) {
@@ -506,6 +532,7 @@ struct HostLink::Impl {
       if (c->body_have < c->body.size()) continue;
       if (c->in.type == kRequest) OnRequest(c, c->in, c->body);
       else if (c->in.type == kAnswer) OnAnswer(c->in, c->body);
+      else if (c->in.type == kHello) OnHello(c, c->in.src_host);
       c->in_have = 0;
     }
   }
@@ -518,7 +545,8 @@ struct HostLink::Impl {
       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
       auto c = std::make_unique<Conn>();
       c->fd = fd;
-      conns[next_id++] = std::move(c);
+      c->id = next_id++;
+      conns[c->id] = std::move(c);
     }
   }
 
@@ -629,6 +657,10 @@ void HostLink::Start() {
   }
   m.stop = false;
   m.running = true;
+  {
+    std::lock_guard<std::mutex> g(m.f.mu);
+    m.DialAll();
+  }
   m.thread = std::thread([&m] { m.Loop(); });
 }
 
