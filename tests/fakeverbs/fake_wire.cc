@@ -1,5 +1,6 @@
 // fakeverbs — the data path: post_send / post_recv / poll_cq (reached through ibv_context.ops, as the
-// verbs.h inlines reach a provider) and the wire-time progress step poll_cq runs.
+// verbs.h inlines reach a provider) and the wire-time progress step poll_cq runs. QPs whose responder
+// is another process (FAKEVERBS_WIRE) are driven by fake_host.cc instead.
 //
 // What a posted send WR goes through at wire time, in this order (IB spec semantics, RC):
 //   local port down or device dead -> LOC_QP_OP_ERR; local SGE key/PD/bounds/access -> LOC_PROT_ERR;
