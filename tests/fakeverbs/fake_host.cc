@@ -358,6 +358,7 @@ struct HostLink::Impl {
     SendOp& op = q->sq.front();
     if (h.code == kAnsRnr) {
       if (!op.rnr) op.rnr = true, op.rnr_since = now;
+      op.first_try = now;  // the responder answered: the transport retry clock starts again
       if (q->rnr_retry != 7 && Ms(now - op.rnr_since) >= RnrMs(q->rnr_retry, static_cast<int>(h.imm)))
         return FailFront(q, vx::kWcRnrRetryExcErr);
       Rewind(q);

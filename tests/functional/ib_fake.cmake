@@ -65,6 +65,18 @@ if(TARGET nccl-net-rerail)
     FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]|\\[==========\\] 0 tests")
 endif()
 
+# The fake across processes (FAKEVERBS_WIRE, fake_host.cc), rule by rule with control cases
+# (verbs_wire_test.cc): this process the requester, a child process the responder on another host of
+# the fabric: data lands while the responder does not poll, RNR, REM_ACCESS, PSN, black hole, ack loss,
+# dead responder.
+add_executable(test_ib_verbs_wire ${CMAKE_CURRENT_LIST_DIR}/ib/verbs_wire_test.cc)
+target_link_libraries(test_ib_verbs_wire PRIVATE rerail_ib GTest::gtest Threads::Threads ${CMAKE_DL_LIBS})
+add_dependencies(test_ib_verbs_wire fakeverbs)
+add_test(NAME ib_fake_verbs_wire COMMAND $<TARGET_FILE:test_ib_verbs_wire> --gtest_color=no)
+set_tests_properties(ib_fake_verbs_wire PROPERTIES LABELS functional TIMEOUT 60
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+
 # The NCCL-proxy conformance suite (conformance.cmake) with RERAIL_TRANSPORT=ib over the fake: the test
 # process and its conformance_peer are two hosts of one fake fabric (FAKEVERBS_WIRE, a directory the
 # script makes per case), so every byte crosses between the processes' fake HCAs (fake_host.cc). Each
