@@ -95,6 +95,7 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 
 std::string g_pid_path, g_sock_path;  // this process's claim, removed at exit
 std::atomic<uint64_t> g_sent{0}, g_served{0};
+std::atomic<uint64_t> g_moved{0};  // requests sent + executed, never reset (FAKEVERBS_FAULT_AT's clock)
 int g_host = -1;
 // FAKEVERBS_TRACE=1: one stderr line per request and answer (what the fake decided and why).
 const bool g_trace = getenv("FAKEVERBS_TRACE") && *getenv("FAKEVERBS_TRACE") == '1';
@@ -331,6 +332,7 @@ struct HostLink::Impl {
       h.payload = op.wr.opcode == vx::kWrRdmaRead ? 0 : bytes.size();
       Queue(c, h, bytes.data());
       g_sent++;
+      g_moved++;
       TRACE("host %d qp %u -> host %d qp %u: op %d psn %u seq %llu len %llu\n", host, h.src_qpn, q->dest_host,
             h.dst_qpn, h.code, h.psn, static_cast<unsigned long long>(h.seq), static_cast<unsigned long long>(h.length));
     }
@@ -437,6 +439,7 @@ struct HostLink::Impl {
                      static_cast<uint32_t>(h.length), imm, h.imm, h.src_qpn);
     }
     g_served++;
+    g_moved++;
     return kAnsAck;
   }
 
@@ -483,6 +486,47 @@ struct HostLink::Impl {
     a.payload = out.size();
     Queue(c, a, out.data());
     TryWrite(c);
+  }
+
+  // ---- FAKEVERBS_FAULT_AT=<host>:<device>:<down|blackhole|ackloss>:<n> -----------------------------
+  // A fault a test arms in every process of a fabric by the environment: the process that is host
+  // <host> applies it to its <device> once it has sent + executed <n> requests for other hosts, i.e.
+  // mid-stream, with no control channel into it. One stderr line says when it fired.
+  std::string fault_dev;
+  int fault_kind = -1;  // 0 down, else a fakeverbs_fault
+  uint64_t fault_after = 0;
+  bool fault_armed = false;  // read once, at the first Start (the devices exist by then)
+
+  void ArmFault() {
+    const char* v = getenv("FAKEVERBS_FAULT_AT");
+    if (!v || !*v) return;
+    char dev[32] = {0}, kind[16] = {0};
+    int h = -1;
+    unsigned long long n = 0;
+    if (sscanf(v, "%d:%31[^:]:%15[^:]:%llu", &h, dev, kind, &n) != 4 || !f.FindDevice(dev) ||
+        (strcmp(kind, "down") && strcmp(kind, "blackhole") && strcmp(kind, "ackloss"))) {
+      fprintf(stderr, "fakeverbs: FAKEVERBS_FAULT_AT=%s: want <host>:<device>:<down|blackhole|ackloss>:<requests>\n", v);
+      abort();
+    }
+    if (h != host) return;
+    fault_dev = dev;
+    fault_kind = !strcmp(kind, "down") ? 0 : !strcmp(kind, "blackhole") ? FAKEVERBS_FAULT_DROP_DATA : FAKEVERBS_FAULT_DROP_ACKS;
+    fault_after = n;
+  }
+
+  void MaybeFault() {
+    if (fault_kind < 0 || g_moved.load() < fault_after) return;
+    Device* d = f.FindDevice(fault_dev.c_str());
+    if (fault_kind == 0) {
+      d->port.state = vx::kPortDown;
+      f.PostEvent(d, vx::kEventPortErr, nullptr);
+    } else {
+      d->port.fault = fault_kind;
+    }
+    fprintf(stderr, "fakeverbs: host %d: FAKEVERBS_FAULT_AT fired: %s %s after %llu requests\n", host, fault_dev.c_str(),
+            fault_kind == 0 ? "port down" : fault_kind == FAKEVERBS_FAULT_DROP_DATA ? "black hole" : "ack loss",
+            static_cast<unsigned long long>(g_moved.load()));
+    fault_kind = -1;
   }
 
   // ---- the thread -----------------------------------------------------------------------------------
@@ -584,6 +628,7 @@ struct HostLink::Impl {
         if (ev & POLLOUT) TryWrite(c);
       }
       Reap();
+      MaybeFault();
       busy = ProgressAll();
     }
   }
@@ -656,6 +701,7 @@ void HostLink::Start() {
     fprintf(stderr, "fakeverbs: host %d cannot listen on %s: %s\n", m.host, a.sun_path, strerror(errno));
     abort();
   }
+  if (!m.fault_armed) m.ArmFault(), m.fault_armed = true;
   m.stop = false;
   m.running = true;
   {

@@ -86,4 +86,9 @@ if(TARGET nccl-net-rerail)
   add_test(NAME ib_fake_conformance
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/fake_conformance.sh $<TARGET_FILE:conformance_test> $<TARGET_FILE:fakeverbs>)
   set_tests_properties(ib_fake_conformance PROPERTIES LABELS functional TIMEOUT 1200)
+  # The same processes with one of them losing its primary rail mid-stream (FAKEVERBS_FAULT_AT): port
+  # down, black hole, ack-only loss; every byte still checked (ib/fake_conformance_faults.sh).
+  add_test(NAME ib_fake_conformance_faults
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/fake_conformance_faults.sh $<TARGET_FILE:conformance_test> $<TARGET_FILE:fakeverbs>)
+  set_tests_properties(ib_fake_conformance_faults PROPERTIES LABELS functional TIMEOUT 600)
 endif()
