@@ -278,26 +278,58 @@ struct HostLink::Impl {
     return true;
   }
 
+  // The retry clocks of q's oldest WR on the wire (fails it or rewinds q); false: q sends nothing now.
+  bool Timers(Qp* q, const Conn* c, Clock::time_point now) {
+    if (q->emitted > 0 && q->timeout != 0) {
+      SendOp& front = q->sq.front();
+      if (Pending(c)) {
+        front.first_try = front.sent_at = now;  // still leaving this host: no ack can be due yet
+      } else if (Ms(now - front.first_try) >= DeadPathMs(q)) {
+        FailFront(q, vx::kWcRetryExcErr);
+        return false;
+      } else if (Ms(now - front.sent_at) >= DeadPathMs(q) / (q->retry_cnt + 1)) {
+        Rewind(q);  // no answer within one timeout: resend from the oldest unanswered WR
+      }
+    }
+    if (now < q->rnr_until) return false;
+    // After a rewind (RNR or timeout) the WRs go again once what was queued before has left: a
+    // requester resends from the NAKed PSN, it does not pile copies behind the ones in flight.
+    return !(q->emitted == 0 && q->sq.front().sent_at != Clock::time_point{} && Pending(c));
+  }
+
+  void SendRequest(Conn* c, const Qp* q, const SendOp& op, const std::vector<uint8_t>& bytes) {
+    const bool read = op.wr.opcode == vx::kWrRdmaRead;
+    FrameHead h{};
+    h.magic = kMagic;
+    h.type = kRequest;
+    h.src_host = static_cast<uint8_t>(host);
+    h.src_dev = static_cast<uint8_t>(DevOf(q)->index);
+    h.dst_dev = static_cast<uint8_t>(q->dest_index);
+    h.src_qpn = q->head.qp_num;
+    h.dst_qpn = q->dest_qpn;
+    h.psn = op.psn;
+    h.gen = q->gen;
+    h.seq = op.seq;
+    h.code = op.wr.opcode;
+    h.imm = op.wr.imm_data;
+    h.rkey = op.wr.rdma.rkey;
+    h.remote_addr = op.wr.rdma.remote_addr;
+    h.length = read ? Total(op.sge) : bytes.size();
+    h.payload = read ? 0 : bytes.size();
+    Queue(c, h, bytes.data());
+    g_sent++;
+    g_moved++;
+    TRACE("host %d qp %u -> host %d qp %u: op %d psn %u seq %llu len %llu\n", host, h.src_qpn, q->dest_host, h.dst_qpn,
+          h.code, h.psn, static_cast<unsigned long long>(h.seq), static_cast<unsigned long long>(h.length));
+  }
+
   void Progress(Qp* q, Clock::time_point now) {
     if (q->sq.empty()) return;
     Device* ld = DevOf(q);
     if (!PortUp(ld)) return FailFront(q, vx::kWcLocQpOpErr);
     Conn* c = nullptr;
     if (auto it = to_host.find(q->dest_host); it != to_host.end()) c = conns[it->second].get();
-    if (q->emitted > 0 && q->timeout != 0) {
-      SendOp& front = q->sq.front();
-      if (Pending(c)) {
-        front.first_try = front.sent_at = now;  // still leaving this host: no ack can be due yet
-      } else if (Ms(now - front.first_try) >= DeadPathMs(q)) {
-        return FailFront(q, vx::kWcRetryExcErr);
-      } else if (Ms(now - front.sent_at) >= DeadPathMs(q) / (q->retry_cnt + 1)) {
-        Rewind(q);  // no answer within one timeout: resend from the oldest unanswered WR
-      }
-    }
-    if (now < q->rnr_until) return;
-    // After a rewind (RNR or timeout) the WRs go again once what was queued before has left: a
-    // requester resends from the NAKed PSN, it does not pile copies behind the ones in flight.
-    if (q->emitted == 0 && q->sq.front().sent_at != Clock::time_point{} && Pending(c)) return;
+    if (!Timers(q, c, now)) return;
     std::vector<uint8_t> bytes;
     for (int n = 0; n < f.burst && q->emitted < q->sq.size(); ++n) {
       SendOp& op = q->sq[q->emitted];
@@ -313,28 +345,7 @@ struct HostLink::Impl {
       if (ld->port.fault == FAKEVERBS_FAULT_DROP_DATA) continue;  // black hole: it leaves and is lost
       if (c == nullptr || c->dead) c = ConnTo(q->dest_host);
       if (c == nullptr) continue;  // nobody at that host: lost, the retry clock runs
-      FrameHead h{};
-      h.magic = kMagic;
-      h.type = kRequest;
-      h.src_host = static_cast<uint8_t>(host);
-      h.src_dev = static_cast<uint8_t>(ld->index);
-      h.dst_dev = static_cast<uint8_t>(q->dest_index);
-      h.src_qpn = q->head.qp_num;
-      h.dst_qpn = q->dest_qpn;
-      h.psn = op.psn;
-      h.gen = q->gen;
-      h.seq = op.seq;
-      h.code = op.wr.opcode;
-      h.imm = op.wr.imm_data;
-      h.rkey = op.wr.rdma.rkey;
-      h.remote_addr = op.wr.rdma.remote_addr;
-      h.length = op.wr.opcode == vx::kWrRdmaRead ? Total(op.sge) : bytes.size();
-      h.payload = op.wr.opcode == vx::kWrRdmaRead ? 0 : bytes.size();
-      Queue(c, h, bytes.data());
-      g_sent++;
-      g_moved++;
-      TRACE("host %d qp %u -> host %d qp %u: op %d psn %u seq %llu len %llu\n", host, h.src_qpn, q->dest_host,
-            h.dst_qpn, h.code, h.psn, static_cast<unsigned long long>(h.seq), static_cast<unsigned long long>(h.length));
+      SendRequest(c, q, op, bytes);
     }
     if (c && Pending(c)) {
       TryWrite(c);
