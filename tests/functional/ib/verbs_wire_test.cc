@@ -7,7 +7,7 @@
 //   in RNR_RETRY_EXC_ERR; a bad rkey is REM_ACCESS_ERR and moves the responder QP to ERR; a PSN ahead
 //   of the responder's, a black hole at the responder's port and a dead responder end in
 //   RETRY_EXC_ERR; a PSN behind it is a duplicate (acknowledged, not executed); ack-only loss at the
-//   responder lands the data but fails the requester.
+//   responder lands the data but fails the requester; a dead process's host index is reclaimed.
 // Needs RERAIL_IB_LIB=<libfakeverbs.so> (ctest ib_fake_verbs_wire); the fabric's directory is made here
 // (FAKEVERBS_WIRE, inherited by the children) and removed at exit.
 #include <arpa/inet.h>
@@ -179,8 +179,8 @@ int ChildMain(int rnr_retry, int psn_skew) {
 
 class VerbsWire : public ::testing::Test {
  protected:
-  // Starts the responder and connects to it (requester QP options `opt`).
-  void Start(const QpOptions& opt, int child_rnr_retry = 7, int child_psn_skew = 0) {
+  // Starts the responder process; peer_ = what it sent to connect to it.
+  void Spawn(int child_rnr_retry = 7, int child_psn_skew = 0) {
     int sv[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     pid_ = fork();
@@ -193,21 +193,30 @@ class VerbsWire : public ::testing::Test {
     }
     close(sv[1]);
     fd_ = sv[0];
+    ASSERT_TRUE(ReadFull(fd_, &peer_, sizeof(peer_))) << "the responder did not start";
+  }
+
+  void Kill() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    close(fd_);
+    fd_ = -1;
+  }
+
+  // Starts the responder and connects to it (requester QP options `opt`).
+  void Start(const QpOptions& opt, int child_rnr_retry = 7, int child_psn_skew = 0) {
+    Spawn(child_rnr_retry, child_psn_skew);
     ASSERT_TRUE(side_.Open(opt).ok());
     for (size_t i = 0; i < kBuf; ++i) side_.buf[i] = Pat(1, i);
     Hello mine = side_.Mine();
-    ASSERT_TRUE(ReadFull(fd_, &peer_, sizeof(peer_))) << "the responder did not start";
     ASSERT_EQ(write(fd_, &mine, sizeof(mine)), static_cast<ssize_t>(sizeof(mine)));
     ASSERT_TRUE(side_.qp->Connect(peer_.ep).ok());
     ASSERT_EQ(Cmd(""), "connected");
   }
 
   void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (fd_ >= 0) close(fd_);
+    if (pid_ > 0) Kill();
   }
 
   // Sends a command line ("" = none) and returns the responder's reply line.
@@ -227,6 +236,13 @@ class VerbsWire : public ::testing::Test {
   pid_t pid_ = -1;
   int fd_ = -1;
 };
+
+// The host index of a fake port, from its link-local GID (fe80::<GUID>, GUID = base + host * 64 + dev).
+int HostOf(const QpEndpoint& ep) {
+  uint64_t guid = 0;
+  for (int i = 8; i < 16; ++i) guid = guid << 8 | ep.gid.raw[i];
+  return static_cast<int>((guid - 0x0002c90300fa0000ull) / 64);
+}
 
 std::string Statuses(const std::vector<vx::Wc>& w) {
   std::string s;
@@ -344,15 +360,25 @@ TEST_F(VerbsWire, AckLossAtTheResponderLandsTheDataButFailsTheRequester) {
   ASSERT_EQ(Cmd("fault 0"), "ok");
 }
 
+// A process killed without cleaning up leaves its claim (<dir>/host<h>.pid); the next process to join
+// finds its pid dead and takes the index again instead of growing the fabric.
+TEST_F(VerbsWire, StaleHostIndexIsReclaimed) {
+  Spawn();
+  const int first = HostOf(peer_.ep);
+  Kill();
+  Spawn();
+  EXPECT_EQ(HostOf(peer_.ep), first) << "the dead process's host index was not reused";
+  EXPECT_GE(first, 0);
+  EXPECT_LT(first, 2) << "only this process and one child are in the fabric";
+}
+
 TEST_F(VerbsWire, DeadResponderIsRetryExceeded) {
   Start(QpOptions());
   ASSERT_TRUE(Write(1, 0, 64, 0).ok());  // control: alive
   auto wc = side_.Wait(1, 5000);
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].status, vx::kWcSuccess);
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-  pid_ = -1;
+  Kill();
   ASSERT_TRUE(Write(2, 0, 64, 0).ok());
   wc = side_.Wait(1, 5000);
   ASSERT_EQ(wc.size(), 1u);
