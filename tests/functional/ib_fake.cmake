@@ -76,6 +76,11 @@ add_test(NAME ib_fake_verbs_wire COMMAND $<TARGET_FILE:test_ib_verbs_wire> --gte
 set_tests_properties(ib_fake_verbs_wire PROPERTIES LABELS functional TIMEOUT 60
   ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>"
   FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+# The same over InfiniBand addressing (the responder host found by LID instead of GID).
+add_test(NAME ib_fake_verbs_wire_infiniband COMMAND $<TARGET_FILE:test_ib_verbs_wire> --gtest_color=no)
+set_tests_properties(ib_fake_verbs_wire_infiniband PROPERTIES LABELS functional TIMEOUT 60
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_LINK_LAYER=ib"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
 
 # The NCCL-proxy conformance suite (conformance.cmake) with RERAIL_TRANSPORT=ib over the fake: the test
 # process and its conformance_peer are two hosts of one fake fabric (FAKEVERBS_WIRE, a directory the
