@@ -170,9 +170,13 @@ Status IbSendComm::PollConnect(bool* ready) {
                                                  static_cast<ib::IbDialer*>(this));
     RR_INFO(log::kFlagNet, "conn %016lx: IB bootstrap %s, %zu link(s)", static_cast<unsigned long>(conn_id_),
             boot_->link().Describe().c_str(), plan_.size());
+    boot_ns_ = NowNs();
   }
-  *ready = true;
-  return Progress();  // the first hellos go out now
+  RR_CHECK(Progress());  // the hellos go out, their answers come in
+  for (size_t i = 0; i < plan_.size() && !*ready; ++i) *ready = drv_->connected(static_cast<int>(i));
+  if (!*ready && NowNs() - boot_ns_ >= static_cast<uint64_t>(Params::Int(ParamId::ConnectTimeoutMs)) * 1000000ull)
+    *ready = true;
+  return Status::Ok();
 }
 
 Status IbSendComm::Dial(uint64_t /*now*/, const ib::IbLinkHello& hello, ib::IbLinkHello* /*answer*/, bool* answered) {
@@ -395,16 +399,31 @@ Status IbRecvComm::Test(Request* r, int* done, int* size) {
 // ---- IbListenComm
 
 Status IbListenComm::Accept(std::unique_ptr<IbRecvComm>* out) {
-  std::unique_ptr<Link> link;
-  RR_CHECK(listener_->Poll(&link));
-  if (!link) return Status::Ok();
-  if (link->streams() != 1) {  // an IB sender's bootstrap has one stream; a TCP link RERAIL_TCP_STREAMS
-    RR_WARN("refused %s: %d streams, not an IB bootstrap stream: the sender does not use RERAIL_TRANSPORT=ib "
-            "(both ends must)", link->Describe().c_str(), link->streams());
-    return Status::Ok();
+  if (!pending_) {
+    std::unique_ptr<Link> link;
+    RR_CHECK(listener_->Poll(&link));
+    if (!link) return Status::Ok();
+    if (link->streams() != 1) {  // an IB sender's bootstrap has one stream; a TCP link RERAIL_TCP_STREAMS
+      RR_WARN("refused %s: %d streams, not an IB bootstrap stream: the sender does not use RERAIL_TRANSPORT=ib "
+              "(both ends must)", link->Describe().c_str(), link->streams());
+      return Status::Ok();
+    }
+    pending_ = std::make_unique<IbRecvComm>(cfg_, ib_, std::move(link));
+    pending_ns_ = NowNs();
   }
-  *out = std::make_unique<IbRecvComm>(cfg_, ib_, std::move(link));
+  // An error (the sender went away) is the recv comm's to report, at its first call.
+  Status st = pending_->Progress();
+  bool waited = NowNs() - pending_ns_ >= static_cast<uint64_t>(Params::Int(ParamId::ConnectTimeoutMs)) * 1000000ull;
+  if (st.ok() && !waited && !pending_->AnyLinkUp()) return Status::Ok();
+  *out = std::move(pending_);
   return Status::Ok();
+}
+
+bool IbRecvComm::AnyLinkUp() const {
+  for (int i = 0; i < kMaxRails; ++i) {
+    if (drv_.connected(i)) return true;
+  }
+  return false;
 }
 
 }  // namespace rr::net

@@ -100,7 +100,9 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   IbSendComm(const ConnConfig& cfg, IbContext* ib, uint64_t conn_id, std::vector<ib::IbSendLinkSpec> plan,
              std::unique_ptr<Connector> boot);
   ~IbSendComm() override;
-  // NCCL's connect polling: *ready once the bootstrap stream is up (the IB links connect from there).
+  // NCCL's connect polling: *ready once a link is up, i.e. the receiver answered a hello (as NCCL's
+  // own IB connect waits for the remote QP info), or RERAIL_CONNECT_TIMEOUT_MS after the bootstrap
+  // stream came up without one (the core's give-up rules then decide).
   Status PollConnect(bool* ready);
   // phandle: NCCL's profiler step handle (may be NULL), as SendComm::Isend.
   Status Isend(const void* data, size_t size, ib::MrHandle* mh, void* phandle, Request** req);
@@ -125,6 +127,7 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   std::vector<ib::IbSendLinkSpec> plan_;
   std::unique_ptr<Connector> connector_;
   std::unique_ptr<IbBootstrap> boot_;
+  uint64_t boot_ns_ = 0;    // when the bootstrap stream came up (PollConnect's bound)
   bool boot_dead_ = false;  // ended: the receiver closed; the links were told (OnPeerClosed)
   std::vector<std::deque<ib::IbLinkHello>> answers_;  // per link, arrived and not yet taken
   std::unique_ptr<SendCore> core_;
@@ -139,9 +142,12 @@ class IbRecvComm final : public Comm, private CoreObserver {
   ~IbRecvComm() override;
   Status Irecv(void* data, size_t cap, ib::MrHandle* mh, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
+  // Answers the hellos that arrived (IbListenComm::Accept drives it before handing the comm out);
+  // true once a link is up.
+  Status Progress();
+  bool AnyLinkUp() const;
 
  private:
-  Status Progress();
   // CoreObserver: the profiler's receiver-side failover event (rail = the link's local IB device).
   void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
                   bool was_probing) override;
@@ -160,7 +166,11 @@ class IbListenComm {
   IbListenComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Listener> l)
       : magic_(kIbListenCommMagic), cfg_(cfg), ib_(ib), listener_(std::move(l)) {}
   uint32_t magic() const { return magic_; }
-  // One more connection per call once its bootstrap stream arrived (as ListenComm::Accept).
+  // One more connection per call once its bootstrap stream arrived and a link is up (its hello
+  // answered here: the sender's connect waits for that), or RERAIL_CONNECT_TIMEOUT_MS after the
+  // bootstrap without one. A receiver that posts its first receive late thus still has its links
+  // answered: before, they were answered only by the recv comm's own calls, and the sender gave up
+  // after RERAIL_GIVEUP_MS with no link (conformance LatePostingIsNotAFailure over IB).
   Status Accept(std::unique_ptr<IbRecvComm>* out);
 
  private:
@@ -168,6 +178,8 @@ class IbListenComm {
   ConnConfig cfg_;
   IbContext* ib_;
   std::unique_ptr<Listener> listener_;
+  std::unique_ptr<IbRecvComm> pending_;  // accepted bootstrap, no link up yet
+  uint64_t pending_ns_ = 0;
 };
 
 }  // namespace rr::net

@@ -335,6 +335,13 @@ Status Plugin::Finalize(void* ctx) {
     if (monitor_) monitor_->Stop();
     monitor_.reset();
     StopIbMonitor();
+#if RERAIL_WITH_IB
+    // The IB devices go with the last finalize, as TCP's sockets do: their contexts hold descriptors
+    // (a provider's command and async fds) and the cached registrations pin memory. A process that
+    // finalized every init holds nothing of rerail's; the next init opens them again (OpenIb).
+    delete ib_;
+    ib_ = nullptr;
+#endif
     cfg_.board = nullptr;
     board_.reset();
     cfg_.prof = nullptr;

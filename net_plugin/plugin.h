@@ -118,8 +118,8 @@ class Plugin {
   std::set<void*> mrs_;  // live regMr handles (MemReg): deregMr checks membership; the last finalize frees the rest
   // connect() in progress: (handle address, nonce) → the send comm being set up.
   std::map<std::pair<const void*, Nonce>, std::unique_ptr<SendComm>> connecting_;
-  // RERAIL_TRANSPORT=ib: the IB devices and registrations (ib_comm.h; opened at the first init, kept
-  // like transport_ until the library is unloaded) and the IB comms. Raw: IbContext is only complete
+  // RERAIL_TRANSPORT=ib: the IB devices and registrations (ib_comm.h; opened by the first init, closed
+  // by the last finalize) and the IB comms. Raw: IbContext is only complete
   // where the IB transport is built (plugin.cc frees them).
   IbContext* ib_ = nullptr;
   std::set<Comm*> ib_sends_, ib_recvs_;

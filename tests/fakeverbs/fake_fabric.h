@@ -1,5 +1,6 @@
-// fakeverbs — internal objects of the fake libibverbs: the fabric (every fake device of this process)
-// and the verbs objects it hands out. Each object starts with the leading fields of the real rdma-core
+// fakeverbs — internal objects of the fake libibverbs: the fabric (every fake device of this process,
+// and with FAKEVERBS_WIRE the link to the other processes of the same fabric, fake_host.cc) and the
+// verbs objects it hands out. Each object starts with the leading fields of the real rdma-core
 // struct as rerail declares them (net_plugin/transports/ib/verbs_api.h), so rerail reads them exactly as
 // it reads a real provider's; the fake's own state follows.
 //
@@ -35,7 +36,10 @@ constexpr int kMaxQpWr = 4096;
 constexpr int kMaxCqe = 65536;
 constexpr int kMaxSge = 4;
 constexpr uint32_t kMaxInline = 220;  // what mlx5 offers
-constexpr int kGidTblLen = 2;         // 0: link-local fe80::guid, 1: RoCE v2 ::ffff:10.77.0.<dev+1>
+constexpr int kGidTblLen = 2;         // 0: link-local fe80::guid, 1: RoCE v2 ::ffff:10.77.<host>.<dev+1>
+constexpr int kMaxHosts = 256;        // host indices of one FAKEVERBS_WIRE fabric (one byte of the GID)
+constexpr int kDevsPerHost = 64;      // LID = host * 64 + device + 1; GUID = base + host * 64 + device
+constexpr uint64_t kGuidBase = 0x0002c90300fa0000ull;
 
 struct Context;
 
@@ -110,6 +114,12 @@ struct SendOp {
   Clock::time_point first_try{};  // when the path first failed it (dead path / RNR timers)
   bool trying = false;
   bool delivered = false;  // the bytes landed; only the ack is outstanding (ack-loss fault)
+  // Towards another process (fake_host.cc): the PSN it was last sent with, when it was last sent, and
+  // since when the responder answers RNR (the RNR retry clock).
+  uint32_t psn = 0;
+  Clock::time_point sent_at{};
+  Clock::time_point rnr_since{};
+  bool rnr = false;
 };
 
 struct RecvOp {
@@ -130,7 +140,10 @@ struct Qp {
   unsigned access = 0;
   int path_mtu = 0;
   uint32_t dest_qpn = 0;
-  Device* dest_dev = nullptr;  // resolved from the AV at RTR
+  // The AV resolved at RTR: host and device index of the responder (-1: no such address); dest_dev is
+  // that device when the host is this process, else null.
+  int dest_host = -1, dest_index = -1;
+  Device* dest_dev = nullptr;
   uint32_t rq_psn = 0, sq_psn = 0;
   uint8_t timeout = 0, retry_cnt = 0, rnr_retry = 0, min_rnr_timer = 0;
   // Queues.
@@ -138,10 +151,21 @@ struct Qp {
   std::deque<RecvOp> rq;
   uint64_t sq_posted = 0;  // WRs posted since the last RESET
   uint64_t sq_freed = 0;   // slots given back by polled completions
+  // Towards another process: the first `emitted` WRs of sq are on the wire awaiting their ack; gen
+  // counts RESETs so a late answer to a WR of an earlier life is ignored; no send before rnr_until.
+  size_t emitted = 0;
+  uint32_t gen = 0;
+  Clock::time_point rnr_until{};
 };
+
+class HostLink;  // fake_host.cc
 
 struct Fabric {
   std::mutex mu;
+  std::mutex link_mu;  // taken before mu: starts / stops the HostLink's thread with the first / last context
+  int host = 0;                  // this process's host index (FAKEVERBS_WIRE; 0 without)
+  HostLink* link = nullptr;      // null without FAKEVERBS_WIRE: one process = one fabric
+  int open_contexts = 0;
   std::vector<Device*> devices;
   std::map<uint32_t, Qp*> qps;  // by qp_num
   std::map<uint32_t, Mr*> lkeys;  // local keys (SGEs) and remote keys (RDMA) are distinct numbers:
@@ -153,11 +177,54 @@ struct Fabric {
 
   static Fabric& Get();  // built from the environment at first use
   Device* FindDevice(const char* name);
+  // The host and device index an AV names (false: no fake device has that address); dest_dev-style
+  // lookups use DeviceByAddress, which answers only for devices of this process.
+  bool ResolveAddress(uint8_t link_layer, const vx::AhAttr& ah, int* out_host, int* out_index) const;
   Device* DeviceByAddress(uint8_t link_layer, const vx::AhAttr& ah);
   void PostEvent(Device* d, int type, void* element);
   void Progress();  // one wire-time step (see fakeverbs.h); mu held
   void Push(Cq* cq, const Cqe& e);
   void ToError(Qp* q);
+};
+
+// Shared by the in-process wire (fake_wire.cc) and the cross-process one (fake_host.cc); mu held.
+Device* DevOf(const Qp* q);
+bool PortUp(const Device* d);
+uint64_t Total(const std::vector<vx::Sge>& sge);
+// The MR behind `key` in `keys` that covers [addr, addr+len) on `pd` with `need` access; its host
+// pointer for addr, or null.
+uint8_t* Resolve(const std::map<uint32_t, Mr*>& keys, uint32_t key, const Pd* pd, uint64_t addr, uint64_t len,
+                 int need);
+double DeadPathMs(const Qp* q);  // 4.096 us x 2^timeout x (retry_cnt + 1)
+// How long a requester with rnr_retry retries RNR against a responder's min_rnr_timer before
+// RNR_RETRY_EXC_ERR (one try waits RnrMs(0, timer)).
+double RnrMs(int rnr_retry, int min_rnr_timer);
+void EventTo(Context* c, int type, void* element);
+void SendCompletion(Fabric& f, Qp* q, const SendOp& op, int status, uint32_t byte_len = 0);
+void RecvCompletion(Fabric& f, Qp* r, const RecvOp& rv, int status, int opcode, uint32_t byte_len, bool with_imm,
+                    uint32_t imm, uint32_t src_qp);
+void FailOp(Fabric& f, Qp* q, const SendOp& op, int status);  // completes op with status, QP to ERR
+void FlushQp(Fabric& f, Qp* q);  // an ERR QP's outstanding WRs complete WR_FLUSH_ERR
+
+// FAKEVERBS_WIRE=<dir>: the processes of one fabric, each a host (fake_host.cc). The link claims a host
+// index at construction; its thread (the "HCA": receives other hosts' requests and answers them,
+// receives their answers to ours) runs while a context is open. Every method but Start/Stop is called
+// with Fabric::mu held.
+class HostLink {
+ public:
+  static HostLink* Create(Fabric& f, const std::string& dir, int* host);  // null (+ message) on failure
+  void Start();  // link_mu held, mu not: binds host<h>.sock, starts the thread
+  void Stop();   // link_mu held, mu not: joins the thread, closes every socket
+  // One step of a QP whose responder is on another host: timers, new sends. Run by every poll_cq and
+  // by the thread (so WRs leave and time out without the application polling).
+  void Progress(Qp* q, Clock::time_point now);
+  void Kick();  // WRs were posted: the thread sends them now
+
+  struct Impl;
+
+ private:
+  explicit HostLink(Impl* impl) : impl_(impl) {}
+  Impl* impl_;
 };
 
 }  // namespace fakeverbs

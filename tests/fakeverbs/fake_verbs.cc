@@ -42,11 +42,11 @@ int EnvInt(const char* name, int def) {
   return v && *v ? atoi(v) : def;
 }
 
-void SetGid(vx::Gid* g, int dev, uint64_t guid_be, bool v4) {
+void SetGid(vx::Gid* g, int host, int dev, uint64_t guid_be, bool v4) {
   memset(g, 0, sizeof(*g));
   if (v4) {
     g->raw[10] = g->raw[11] = 0xff;
-    g->raw[12] = 10, g->raw[13] = 77, g->raw[14] = 0, g->raw[15] = static_cast<uint8_t>(dev + 1);
+    g->raw[12] = 10, g->raw[13] = 77, g->raw[14] = static_cast<uint8_t>(host), g->raw[15] = static_cast<uint8_t>(dev + 1);
   } else {
     g->raw[0] = 0xfe, g->raw[1] = 0x80;
     memcpy(g->raw + 8, &guid_be, 8);
@@ -59,16 +59,18 @@ Fabric* Build() {
   const char* ll = getenv("FAKEVERBS_LINK_LAYER");
   bool ib = ll && strcmp(ll, "ib") == 0;
   f->burst = EnvInt("FAKEVERBS_BURST", 4) > 0 ? EnvInt("FAKEVERBS_BURST", 4) : 4;
-  for (int i = 0; i < n && i < 64; ++i) {
+  // Several processes, one fabric: the addresses of this process's devices carry its host index.
+  if (const char* dir = getenv("FAKEVERBS_WIRE"); dir && *dir) f->link = HostLink::Create(*f, dir, &f->host);
+  for (int i = 0; i < n && i < kDevsPerHost; ++i) {
     Device* d = new Device();
     d->name = "fake" + std::to_string(i);
     d->index = i;
-    uint64_t guid = 0x0002c90300fa0000ull + i;
+    uint64_t guid = kGuidBase + static_cast<uint64_t>(f->host) * kDevsPerHost + i;
     d->guid_be = (static_cast<uint64_t>(htonl(guid & 0xffffffff)) << 32) | htonl(guid >> 32);
     d->link_layer = ib ? vx::kLinkLayerInfiniband : vx::kLinkLayerEthernet;
-    d->port.lid = ib ? static_cast<uint16_t>(i + 1) : 0;
-    SetGid(&d->port.gid[0], i, d->guid_be, false);
-    SetGid(&d->port.gid[1], i, d->guid_be, true);
+    d->port.lid = ib ? static_cast<uint16_t>(f->host * kDevsPerHost + i + 1) : 0;
+    SetGid(&d->port.gid[0], f->host, i, d->guid_be, false);
+    SetGid(&d->port.gid[1], f->host, i, d->guid_be, true);
     f->devices.push_back(d);
   }
   if (const char* down = getenv("FAKEVERBS_PORT_DOWN")) {
@@ -110,17 +112,39 @@ Device* Fabric::FindDevice(const char* name) {
   return nullptr;
 }
 
-Device* Fabric::DeviceByAddress(uint8_t link_layer, const vx::AhAttr& ah) {
-  for (Device* d : devices) {
-    if (d->link_layer != link_layer) continue;
-    if (link_layer == vx::kLinkLayerInfiniband) {
-      if (ah.dlid == d->port.lid) return d;
-    } else {
-      for (const vx::Gid& g : d->port.gid)
-        if (memcmp(g.raw, ah.grh.dgid.raw, 16) == 0) return d;
+// Every host of a fabric has the same devices (FAKEVERBS_DEVICES and FAKEVERBS_LINK_LAYER are the
+// fabric's, as the test sets them for all its processes), so an address decodes to (host, device):
+// LID host*64+dev+1; GID 1 ::ffff:10.77.<host>.<dev+1>; GID 0 fe80::<kGuidBase + host*64 + dev>.
+bool Fabric::ResolveAddress(uint8_t link_layer, const vx::AhAttr& ah, int* out_host, int* out_index) const {
+  if (devices.empty() || devices[0]->link_layer != link_layer) return false;
+  const int ndev = static_cast<int>(devices.size());
+  int h = -1, d = -1;
+  if (link_layer == vx::kLinkLayerInfiniband) {
+    if (ah.dlid == 0) return false;
+    h = (ah.dlid - 1) / kDevsPerHost, d = (ah.dlid - 1) % kDevsPerHost;
+  } else {
+    const uint8_t* g = ah.grh.dgid.raw;
+    static const uint8_t kV4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (memcmp(g, kV4, 12) == 0 && g[12] == 10 && g[13] == 77) {
+      h = g[14], d = g[15] - 1;
+    } else if (g[0] == 0xfe && g[1] == 0x80) {
+      uint64_t be;
+      memcpy(&be, g + 8, 8);
+      uint64_t guid = (static_cast<uint64_t>(ntohl(static_cast<uint32_t>(be))) << 32) | ntohl(static_cast<uint32_t>(be >> 32));
+      if (guid < kGuidBase || guid - kGuidBase >= static_cast<uint64_t>(kMaxHosts) * kDevsPerHost) return false;
+      h = static_cast<int>((guid - kGuidBase) / kDevsPerHost), d = static_cast<int>((guid - kGuidBase) % kDevsPerHost);
     }
   }
-  return nullptr;
+  if (h < 0 || h >= kMaxHosts || d < 0 || d >= ndev) return false;
+  if (h != host && link == nullptr) return false;  // one process = one fabric: no other host exists
+  *out_host = h, *out_index = d;
+  return true;
+}
+
+Device* Fabric::DeviceByAddress(uint8_t link_layer, const vx::AhAttr& ah) {
+  int h = -1, d = -1;
+  if (!ResolveAddress(link_layer, ah, &h, &d) || h != host) return nullptr;
+  return devices[d];
 }
 
 void Fabric::PostEvent(Device* d, int type, void* element) {
@@ -190,7 +214,9 @@ int ApplyAttrs(Fabric& f, Qp* q, const vx::QpAttr& a, int mask) {
     } else if (a.ah_attr.dlid == 0) {
       return EINVAL;
     }
-    q->dest_dev = f.DeviceByAddress(dev->link_layer, a.ah_attr);  // null: nobody answers there
+    q->dest_host = q->dest_index = -1;  // -1: nobody answers there
+    f.ResolveAddress(dev->link_layer, a.ah_attr, &q->dest_host, &q->dest_index);
+    q->dest_dev = f.DeviceByAddress(dev->link_layer, a.ah_attr);
   }
   if (mask & vx::kQpDestQpn) q->dest_qpn = a.dest_qp_num;
   if (mask & vx::kQpRqPsn) q->rq_psn = a.rq_psn & 0xffffff;
@@ -248,6 +274,8 @@ __attribute__((visibility("default"))) uint64_t ibv_get_device_guid(vx::Device* 
 
 __attribute__((visibility("default"))) vx::Context* ibv_open_device(vx::Device* d) {
   Fabric& f = Fabric::Get();
+  std::lock_guard<std::mutex> lg(f.link_mu);
+  if (f.link && f.open_contexts == 0) f.link->Start();  // the "HCA" serves other hosts while a context is open
   std::lock_guard<std::mutex> g(f.mu);
   Device* dev = DevOf(d);
   if (dev->fatal) return Fail<vx::Context>(EIO);
@@ -266,20 +294,28 @@ __attribute__((visibility("default"))) vx::Context* ibv_open_device(vx::Device* 
   c->event_wr = fds[1];
   c->dev = dev;
   dev->contexts.push_back(c);
+  f.open_contexts++;
   return reinterpret_cast<vx::Context*>(c);
 }
 
 __attribute__((visibility("default"))) int ibv_close_device(vx::Context* ctx) {
   Fabric& f = Fabric::Get();
-  std::lock_guard<std::mutex> g(f.mu);
-  Context* c = Ctx(ctx);
-  if (c->objects) return EBUSY;
-  auto& cs = c->dev->contexts;
-  for (size_t i = 0; i < cs.size(); ++i)
-    if (cs[i] == c) cs.erase(cs.begin() + static_cast<long>(i)), i = cs.size();
-  close(c->head.async_fd);
-  close(c->event_wr);
-  delete c;
+  std::lock_guard<std::mutex> lg(f.link_mu);
+  {
+    std::lock_guard<std::mutex> g(f.mu);
+    Context* c = Ctx(ctx);
+    if (c->objects) return EBUSY;
+    auto& cs = c->dev->contexts;
+    for (size_t i = 0; i < cs.size(); ++i)
+      if (cs[i] == c) cs.erase(cs.begin() + static_cast<long>(i)), i = cs.size();
+    close(c->head.async_fd);
+    close(c->event_wr);
+    delete c;
+    f.open_contexts--;
+  }
+  // The last context gone: the link's thread and sockets go too (a process that closed everything
+  // holds no descriptor or thread of the fake, as with a real provider).
+  if (f.link && f.open_contexts == 0) f.link->Stop();
   return 0;
 }
 
@@ -535,7 +571,10 @@ __attribute__((visibility("default"))) int ibv_modify_qp(vx::Qp* qp, vx::QpAttr*
     q->sq.clear();
     q->rq.clear();
     q->sq_posted = q->sq_freed = 0;
+    q->emitted = 0;
+    q->gen++;  // answers still on their way from another process belong to the previous life
     q->dest_dev = nullptr;
+    q->dest_host = q->dest_index = -1;
     DropCqEntries(q->scq, q->head.qp_num);  // as mlx5 cleans the CQ of a QP moved to RESET
     if (q->rcq != q->scq) DropCqEntries(q->rcq, q->head.qp_num);
   }

@@ -1,5 +1,6 @@
 // fakeverbs — the data path: post_send / post_recv / poll_cq (reached through ibv_context.ops, as the
-// verbs.h inlines reach a provider) and the wire-time progress step poll_cq runs.
+// verbs.h inlines reach a provider) and the wire-time progress step poll_cq runs. QPs whose responder
+// is another process (FAKEVERBS_WIRE) are driven by fake_host.cc instead.
 //
 // What a posted send WR goes through at wire time, in this order (IB spec semantics, RC):
 //   local port down or device dead -> LOC_QP_OP_ERR; local SGE key/PD/bounds/access -> LOC_PROT_ERR;
@@ -20,20 +21,6 @@
 #include "fakeverbs.h"
 
 namespace fakeverbs {
-namespace {
-
-enum class Outcome { kDone, kWait };
-constexpr int kWcRemInvReqErr = 9;
-
-Qp* QpOf(vx::Qp* q) { return reinterpret_cast<Qp*>(q); }
-Cq* CqOf(vx::Cq* c) { return reinterpret_cast<Cq*>(c); }
-
-void EventTo(Context* c, int type, void* element) {
-  c->events.push_back(Event{type, 1, element});
-  char one = 1;
-  ssize_t w = write(c->event_wr, &one, 1);
-  (void)w;
-}
 
 Device* DevOf(const Qp* q) { return q->pd->ctx->dev; }
 bool PortUp(const Device* d) { return !d->fatal && d->port.state == vx::kPortActive; }
@@ -44,8 +31,6 @@ uint64_t Total(const std::vector<vx::Sge>& sge) {
   return n;
 }
 
-// The MR behind `key` in `keys` that covers [addr, addr+len) on `pd` with `need` access; its host
-// pointer for addr, or null.
 uint8_t* Resolve(const std::map<uint32_t, Mr*>& keys, uint32_t key, const Pd* pd, uint64_t addr, uint64_t len,
                  int need) {
   auto it = keys.find(key);
@@ -60,10 +45,18 @@ double DeadPathMs(const Qp* q) {
   return 4.096e-3 * static_cast<double>(1ull << q->timeout) * (q->retry_cnt + 1);
 }
 
-bool Expired(SendOp& op, double ms, Clock::time_point now) {
-  if (!op.trying) op.trying = true, op.first_try = now;
-  return std::chrono::duration<double, std::milli>(now - op.first_try).count() >= ms;
+double RnrMs(int rnr_retry, int min_rnr_timer) {
+  return 0.01 * (1 << (min_rnr_timer / 2 + 1)) * (rnr_retry + 1);
 }
+
+void EventTo(Context* c, int type, void* element) {
+  c->events.push_back(Event{type, 1, element});
+  char one = 1;
+  ssize_t w = write(c->event_wr, &one, 1);
+  (void)w;
+}
+
+namespace {
 
 int WcOpcode(int wr_opcode) {
   switch (wr_opcode) {
@@ -74,42 +67,81 @@ int WcOpcode(int wr_opcode) {
   }
 }
 
+}  // namespace
+
+void SendCompletion(Fabric& f, Qp* q, const SendOp& op, int status, uint32_t byte_len) {
+  Cqe e{};
+  e.wc.wr_id = op.wr.wr_id;
+  e.wc.status = status;
+  e.wc.opcode = WcOpcode(op.wr.opcode);
+  e.wc.byte_len = byte_len;
+  e.wc.qp_num = q->head.qp_num;
+  e.send_side = true;
+  e.seq = op.seq;
+  f.Push(q->scq, e);
+}
+
+void RecvCompletion(Fabric& f, Qp* r, const RecvOp& rv, int status, int opcode, uint32_t byte_len, bool with_imm,
+                    uint32_t imm, uint32_t src_qp) {
+  Cqe e{};
+  e.wc.wr_id = rv.wr_id;
+  e.wc.status = status;
+  e.wc.opcode = opcode;
+  e.wc.byte_len = byte_len;
+  e.wc.qp_num = r->head.qp_num;
+  e.wc.src_qp = src_qp;
+  if (with_imm) {
+    e.wc.imm_data = imm;
+    e.wc.wc_flags = vx::kWcWithImm;
+  }
+  f.Push(r->rcq, e);
+}
+
+void FailOp(Fabric& f, Qp* q, const SendOp& op, int status) {
+  SendCompletion(f, q, op, status);
+  f.ToError(q);
+}
+
+void FlushQp(Fabric& f, Qp* q) {
+  while (!q->sq.empty()) {
+    SendCompletion(f, q, q->sq.front(), vx::kWcWrFlushErr);
+    q->sq.pop_front();
+  }
+  q->emitted = 0;
+  while (!q->rq.empty()) {
+    RecvCompletion(f, q, q->rq.front(), vx::kWcWrFlushErr, vx::kWcRecv, 0, false, 0, 0);
+    q->rq.pop_front();
+  }
+}
+
+namespace {
+
+enum class Outcome { kDone, kWait };
+constexpr int kWcRemInvReqErr = 9;
+
+Qp* QpOf(vx::Qp* q) { return reinterpret_cast<Qp*>(q); }
+Cq* CqOf(vx::Cq* c) { return reinterpret_cast<Cq*>(c); }
+
+bool Expired(SendOp& op, double ms, Clock::time_point now) {
+  if (!op.trying) op.trying = true, op.first_try = now;
+  return std::chrono::duration<double, std::milli>(now - op.first_try).count() >= ms;
+}
+
 class Wire {
  public:
   Wire(Fabric& f, Clock::time_point now) : f_(f), now_(now) {}
 
   void SendCompletion(Qp* q, const SendOp& op, int status, uint32_t byte_len = 0) {
-    Cqe e{};
-    e.wc.wr_id = op.wr.wr_id;
-    e.wc.status = status;
-    e.wc.opcode = WcOpcode(op.wr.opcode);
-    e.wc.byte_len = byte_len;
-    e.wc.qp_num = q->head.qp_num;
-    e.send_side = true;
-    e.seq = op.seq;
-    f_.Push(q->scq, e);
+    fakeverbs::SendCompletion(f_, q, op, status, byte_len);
   }
 
   void RecvCompletion(Qp* r, const RecvOp& rv, int status, int opcode, uint32_t byte_len, const vx::SendWr* wr,
                       uint32_t src_qp) {
-    Cqe e{};
-    e.wc.wr_id = rv.wr_id;
-    e.wc.status = status;
-    e.wc.opcode = opcode;
-    e.wc.byte_len = byte_len;
-    e.wc.qp_num = r->head.qp_num;
-    e.wc.src_qp = src_qp;
-    if (wr && (wr->opcode == vx::kWrRdmaWriteWithImm || wr->opcode == vx::kWrSendWithImm)) {
-      e.wc.imm_data = wr->imm_data;
-      e.wc.wc_flags = vx::kWcWithImm;
-    }
-    f_.Push(r->rcq, e);
+    bool imm = wr && (wr->opcode == vx::kWrRdmaWriteWithImm || wr->opcode == vx::kWrSendWithImm);
+    fakeverbs::RecvCompletion(f_, r, rv, status, opcode, byte_len, imm, imm ? wr->imm_data : 0, src_qp);
   }
 
-  void Fail(Qp* q, const SendOp& op, int status) {
-    SendCompletion(q, op, status);
-    f_.ToError(q);
-  }
+  void Fail(Qp* q, const SendOp& op, int status) { FailOp(f_, q, op, status); }
 
   // The responder QP for q's path, or null when nothing answers (a dead path).
   Qp* Responder(Qp* q) {
@@ -165,8 +197,7 @@ class Wire {
     const bool consumes = send || op.wr.opcode == vx::kWrRdmaWriteWithImm;
     if (consumes && r->rq.empty()) {
       if (q->rnr_retry == 7) return Outcome::kWait;  // receiver not ready: retried forever
-      double ms = 0.01 * (1 << (r->min_rnr_timer / 2 + 1)) * (q->rnr_retry + 1);
-      if (!Expired(op, ms, now_)) return Outcome::kWait;
+      if (!Expired(op, RnrMs(q->rnr_retry, r->min_rnr_timer), now_)) return Outcome::kWait;
       return Fail(q, op, vx::kWcRnrRetryExcErr), Outcome::kDone;
     }
     // The bytes move (inline bytes were copied at post time; others are read now, at wire time).
@@ -242,16 +273,7 @@ class Wire {
     }
   }
 
-  void Flush(Qp* q) {
-    while (!q->sq.empty()) {
-      SendCompletion(q, q->sq.front(), vx::kWcWrFlushErr);
-      q->sq.pop_front();
-    }
-    while (!q->rq.empty()) {
-      RecvCompletion(q, q->rq.front(), vx::kWcWrFlushErr, vx::kWcRecv, 0, nullptr, 0);
-      q->rq.pop_front();
-    }
-  }
+  Clock::time_point now() const { return now_; }
 
  private:
   Fabric& f_;
@@ -280,13 +302,17 @@ void Fabric::Progress() {
   Wire w(*this, Clock::now());
   for (size_t k = 0; k < order.size(); ++k) {
     Qp* q = order[(start + k) % order.size()];
+    if (link && q->dest_host >= 0 && q->dest_host != host) {  // the responder is another process
+      if (q->head.state == vx::kQpsRts) link->Progress(q, w.now());
+      continue;
+    }
     for (int n = 0; n < burst && q->head.state == vx::kQpsRts && !q->sq.empty(); ++n) {
       if (w.Execute(q, q->sq.front()) == Outcome::kWait) break;
       q->sq.pop_front();
     }
   }
   for (Qp* q : order)
-    if (q->head.state == vx::kQpsErr) w.Flush(q);
+    if (q->head.state == vx::kQpsErr) FlushQp(*this, q);
 }
 
 int PollCq(vx::Cq* cq, int n, vx::Wc* wc) {
@@ -340,6 +366,9 @@ int PostSend(vx::Qp* qp, vx::SendWr* wr, vx::SendWr** bad) {
     q->sq.push_back(std::move(op));
   }
   *bad = nullptr;
+  // The doorbell: towards another process the WRs leave without waiting for a poll (the HCA thread
+  // sends them), as a real requester's do.
+  if (f.link && q->dest_host >= 0 && q->dest_host != f.host) f.link->Kick();
   return 0;
 }
 

@@ -7,7 +7,11 @@
 //     A test reaches them with dlopen(<same path>, RTLD_NOW | RTLD_NOLOAD) + dlsym: the handle is the
 //     very library rerail loaded, so both act on one fabric.
 //   * One process is one fabric: every fake device reaches every other fake device of the same link
-//     layer. Devices (env, read once at first use): FAKEVERBS_DEVICES = number of devices fake0..fakeN-1
+//     layer. With FAKEVERBS_WIRE=<dir> the processes given the same directory are the hosts of one
+//     fabric (same devices, per-host addresses; fake_host.cc): WRs towards another host's device go to
+//     that process, whose thread executes them without waiting for its application to poll; the
+//     faults below act on this process's ports and the traffic touching them (FAKEVERBS_FAULT_AT arms
+//     one in another process: see README.md). Devices (env, read once at first use): FAKEVERBS_DEVICES = number of devices fake0..fakeN-1
 //     (default 2, one port each); FAKEVERBS_LINK_LAYER = roce (default) | ib; FAKEVERBS_PORT_DOWN =
 //     "fake1:1,fake0:1" ports that start down; FAKEVERBS_BURST = WRs each QP executes per progress step
 //     (default 4).

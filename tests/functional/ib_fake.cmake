@@ -72,3 +72,36 @@ if(TARGET nccl-net-rerail)
     ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_IB_TIMEOUT=20"
     FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]|\\[==========\\] 0 tests")
 endif()
+
+# The fake across processes (FAKEVERBS_WIRE, fake_host.cc), rule by rule with control cases
+# (verbs_wire_test.cc): this process the requester, a child process the responder on another host of
+# the fabric: data lands while the responder does not poll, RNR, REM_ACCESS, PSN, black hole, ack loss,
+# dead responder.
+add_executable(test_ib_verbs_wire ${CMAKE_CURRENT_LIST_DIR}/ib/verbs_wire_test.cc)
+target_link_libraries(test_ib_verbs_wire PRIVATE rerail_ib GTest::gtest Threads::Threads ${CMAKE_DL_LIBS})
+add_dependencies(test_ib_verbs_wire fakeverbs)
+add_test(NAME ib_fake_verbs_wire COMMAND $<TARGET_FILE:test_ib_verbs_wire> --gtest_color=no)
+set_tests_properties(ib_fake_verbs_wire PROPERTIES LABELS functional TIMEOUT 60
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+# The same over InfiniBand addressing (the responder host found by LID instead of GID).
+add_test(NAME ib_fake_verbs_wire_infiniband COMMAND $<TARGET_FILE:test_ib_verbs_wire> --gtest_color=no)
+set_tests_properties(ib_fake_verbs_wire_infiniband PROPERTIES LABELS functional TIMEOUT 60
+  ENVIRONMENT "RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_LINK_LAYER=ib"
+  FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
+
+# The NCCL-proxy conformance suite (conformance.cmake) with RERAIL_TRANSPORT=ib over the fake: the test
+# process and its conformance_peer are two hosts of one fake fabric (FAKEVERBS_WIRE, a directory the
+# script makes per case), so every byte crosses between the processes' fake HCAs (fake_host.cc). Each
+# case runs in its own process; the script fails a case that did not run on the fake IB ports, and the
+# test if no process executed RDMA for another.
+if(TARGET nccl-net-rerail)
+  add_test(NAME ib_fake_conformance
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/fake_conformance.sh $<TARGET_FILE:conformance_test> $<TARGET_FILE:fakeverbs>)
+  set_tests_properties(ib_fake_conformance PROPERTIES LABELS functional TIMEOUT 1200)
+  # The same processes with one of them losing its primary rail mid-stream (FAKEVERBS_FAULT_AT): port
+  # down, black hole, ack-only loss; every byte still checked (ib/fake_conformance_faults.sh).
+  add_test(NAME ib_fake_conformance_faults
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/fake_conformance_faults.sh $<TARGET_FILE:conformance_test> $<TARGET_FILE:fakeverbs>)
+  set_tests_properties(ib_fake_conformance_faults PROPERTIES LABELS functional TIMEOUT 600)
+endif()

@@ -421,7 +421,7 @@ TEST_F(IbDriver, FailoverOnPortEvent) {
   })) << sobs_.All();
   Verify();
   EXPECT_TRUE(robs_.Saw("link-down event")) << robs_.All();
-  EXPECT_TRUE(Warned("(ib fake3 link 1) failed (link-down event)"));
+  EXPECT_TRUE(Warned("(ib fake3 link 1, 2 QPs) failed (link-down event)"));
   EXPECT_TRUE(sobs_.Saw("peer reported the link down")) << sobs_.All();
   // The sender's WRs towards the dead port would need ~17 s to time out: the event failed the link.
   // (The receiver's own posts on its down port may fail LOC_QP_OP_ERR before its monitor thread

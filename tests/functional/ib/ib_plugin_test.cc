@@ -463,8 +463,16 @@ TEST_F(IbPlugin, TcpModeSenderIsRefusedNotMisread) {
   accepted.clear();
   EXPECT_TRUE(Logged(g_warns, "does not use RERAIL_TRANSPORT=ib")) << Warns();
 
+  // A TCP-mode sender writes TCP frames where an IB sender writes its hellos. Accept hands a comm out
+  // once a link is up or the bootstrap failed (IbListenComm::Accept): here the frame fails it.
   auto one = DialAsTcpPeer(*net_, lc, handle, 1, &accepted);
   ASSERT_TRUE(one);
+  rr::net::Frame f{};
+  f.magic_type = rr::net::FrameMagic(rr::net::FrameType::kHeartbeat);
+  iovec iov{&f, sizeof(f)};
+  size_t n = 0;
+  int err = 0;
+  ASSERT_EQ(one->Writev(0, &iov, 1, &n, &err), rr::net::IoState::kOk);
   for (int i = 0; i < 100000 && accepted.empty(); ++i) {
     void* rc = nullptr;
     ASSERT_EQ(net_->Accept(lc, &rc), 0);
@@ -472,12 +480,6 @@ TEST_F(IbPlugin, TcpModeSenderIsRefusedNotMisread) {
   }
   ASSERT_EQ(accepted.size(), 1u) << "a 1-stream link is accepted (it may be an IB sender)";
   void* rc = accepted[0];
-  rr::net::Frame f{};
-  f.magic_type = rr::net::FrameMagic(rr::net::FrameType::kHeartbeat);
-  iovec iov{&f, sizeof(f)};
-  size_t n = 0;
-  int err = 0;
-  ASSERT_EQ(one->Writev(0, &iov, 1, &n, &err), rr::net::IoState::kOk);
   void* mh = nullptr;
   ASSERT_EQ(net_->RegMr(rc, dst_.data(), 4096, RR_NCCL_PTR_HOST, &mh), 0);
   void* data = dst_.data();
