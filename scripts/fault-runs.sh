@@ -15,7 +15,10 @@
 # environment. A run passes when both peers end cleanly: no error, no hang (nothing unfinished
 # FAULT_PEER_HANG_MS = 20 s after the stream's end), 0 bad messages, every message sent received.
 # Prints one line per run and a summary; exits 0 when every run passed, 1 otherwise, 77 when not root.
-# Env: BUILD_DIR (build), RERAIL_NETNS_PREFIX (rrfr).
+# In random mode, a host whose longest gap between two completed receives exceeds FAULT_GAP_MS
+# (default 2000) also gets the faults of the moments before that gap ended (its cause), from the run's
+# fault schedule.
+# Env: BUILD_DIR (build), RERAIL_NETNS_PREFIX (rrfr), FAULT_GAP_MS (2000).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-build}
@@ -85,7 +88,19 @@ finish_peers() {
     echo "--- host0 log (last 15 lines)"; tail -15 "$work/log0"
     echo "--- host1 log (last 15 lines)"; tail -15 "$work/log1"
   fi
+  [ -s "$work/sched" ] && gap_causes "$r0" 0 && gap_causes "$r1" 1
   [ $ok = 1 ]
+}
+
+# gap_causes RESULT HOST: the faults (from $work/sched: "unix_ms what") in the window of the host's
+# longest gap plus the 2 s before it, when that gap exceeds FAULT_GAP_MS.
+gap_causes() {
+  local gap end
+  gap=$(sed -n 's/.* maxgap_ms=\([0-9]*\).*/\1/p' <<<"$1") end=$(sed -n 's/.* maxgap_end_unix_ms=\([0-9]*\).*/\1/p' <<<"$1")
+  [ -n "$gap" ] && [ -n "$end" ] && [ "$gap" -gt "${FAULT_GAP_MS:-2000}" ] || return 0
+  echo "    host$2: longest gap $gap ms; faults from 2 s before it to its end:"
+  awk -v from=$((end - gap - 2000)) -v to="$end" -v start="$run_start" \
+    '$1 >= from && $1 <= to { printf "      +%.1f s  %s\n", ($1 - start) / 1000, substr($0, index($0, " ") + 1) }' "$work/sched"
 }
 
 pass=0 total=0
@@ -109,7 +124,8 @@ else
     declare -A state=()
     for ((h = 0; h < 2; h++)); do for ((r = 0; r < nrails; r++)); do state[$h,$r]=ok; done; done
     start_peers "FAULT_PEER_RECV_AHEAD=$((RANDOM % 8 + 1))"
-    end=$((SECONDS + seconds)) nfaults=0 minlive=$nrails
+    end=$((SECONDS + seconds)) nfaults=0 minlive=$nrails run_start=$(date +%s%3N)
+    : >"$work/sched"
     while [ $((SECONDS + 3)) -lt $end ]; do
       sleep "$((1 + RANDOM % 2)).$((RANDOM % 10))"
       h=$((RANDOM % 2)) r=$((RANDOM % nrails))
@@ -132,6 +148,7 @@ else
       live=0
       for ((k = 0; k < nrails; k++)); do [ "${state[0,$k]}${state[1,$k]}" = okok ] && live=$((live + 1)); done
       [ "$live" -lt "$minlive" ] && minlive=$live
+      echo "$(date +%s%3N) $kind host $h rail $r ($live healthy)" >>"$work/sched"
     done
     for ((h = 0; h < 2; h++)); do for ((r = 0; r < nrails; r++)); do
       [ "${state[$h,$r]}" = ok ] || { $rails heal "$h" "$r" >/dev/null; $rails slow "$h" "$r" "$rate" >/dev/null; }

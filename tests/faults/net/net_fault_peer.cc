@@ -15,6 +15,7 @@
 // to duration_ms (hang=1 when it never completes); the receiver receives and checks it, then never
 // calls the plugin again (NCCL has nothing more to receive on that comm) until duration_ms passed.
 #include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,6 +55,7 @@ bool Unhex(const std::string& s, unsigned char* out, size_t n) {
 struct Stats {
   uint64_t sent = 0, recv = 0, bytes = 0, bad = 0;
   double max_gap_ms = 0;
+  uint64_t max_gap_end_unix_ms = 0;  // when the longest gap ended (wall clock: scripts match it to their faults)
   int err = 0;
   uint64_t err_after_ms = 0;
   bool hang = false;
@@ -62,8 +64,9 @@ struct Stats {
 // The one line the test parses.
 void PrintResult(const Stats& st, double rate_mbps) {
   printf("RESULT sent=%" PRIu64 " recv=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64 " maxgap_ms=%.0f err=%d err_after_ms=%" PRIu64
-         " hang=%d rate_mbps=%.0f\n",
-         st.sent, st.recv, st.bytes, st.bad, st.max_gap_ms, st.err, st.err_after_ms, st.hang ? 1 : 0, rate_mbps);
+         " hang=%d rate_mbps=%.0f maxgap_end_unix_ms=%" PRIu64 "\n",
+         st.sent, st.recv, st.bytes, st.bad, st.max_gap_ms, st.err, st.err_after_ms, st.hang ? 1 : 0, rate_mbps,
+         st.max_gap_end_unix_ms);
   fflush(stdout);
 }
 
@@ -233,7 +236,12 @@ int main(int argc, char** argv) {
         idle = false;
         rreq[ko] = nullptr;
         uint64_t now = rr::NowMs();
-        if (last_recv) st.max_gap_ms = std::max(st.max_gap_ms, double(now - last_recv));
+        if (last_recv && double(now - last_recv) > st.max_gap_ms) {
+          st.max_gap_ms = double(now - last_recv);
+          timespec wall;
+          clock_gettime(CLOCK_REALTIME, &wall);
+          st.max_gap_end_unix_ms = static_cast<uint64_t>(wall.tv_sec) * 1000 + static_cast<uint64_t>(wall.tv_nsec) / 1000000;
+        }
         if (!first_recv) first_recv = now;
         last_recv = now;
         if (size == 0) {
