@@ -41,7 +41,7 @@
 #   every RERAIL_* variable set here is passed to both ranks and to rerail-info (RERAIL_IB_HCA picks the
 #   rails in NCCL's syntax, e.g. "=mlx5_0:1,mlx5_1:1"; RERAIL_IB_GID_INDEX, RERAIL_IB_TIMEOUT,
 #   RERAIL_IB_RETRY_CNT, RERAIL_TCP_IFNAME: the handshake streams' interface — see net_plugin/README.md);
-#   WBW_ARGS [-s 8388608 -D 5]; WBW_PORT [18515: rail k uses WBW_PORT+k]; WBW_TIMEOUT [60 s];
+#   IB_WRITE_BW [ib_write_bw: perftest's binary on both nodes]; WBW_ARGS [-s 8388608 -D 5]; WBW_PORT [18515: rail k uses WBW_PORT+k]; WBW_TIMEOUT [60 s];
 #   PERF_ARGS [-b 8 -e 512M -f 4 -n 20 -w 5 -c 1]; PERF_CHANNELS [2 x rails: rerail-perf channel c uses rail c mod rails]; PERF_PORT [29517: the
 #   first run's rendezvous port on A, the next run the next port];
 #   PERF_TIMEOUT [600 s]; MIN_RATIO [0.8];
@@ -96,7 +96,7 @@ read -r -a ssh_cmd <<<"${SSH:-ssh -o BatchMode=yes}"
 BUILD_DIR=${BUILD_DIR:-build}
 case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
 REMOTE_BUILD_DIR=${REMOTE_BUILD_DIR:-$BUILD_DIR}
-WBW_ARGS=${WBW_ARGS:--s 8388608 -D 5} WBW_PORT=${WBW_PORT:-18515} WBW_TIMEOUT=${WBW_TIMEOUT:-60}
+IB_WRITE_BW=${IB_WRITE_BW:-ib_write_bw} WBW_ARGS=${WBW_ARGS:--s 8388608 -D 5} WBW_PORT=${WBW_PORT:-18515} WBW_TIMEOUT=${WBW_TIMEOUT:-60}
 PERF_ARGS=${PERF_ARGS:--b 8 -e 512M -f 4 -n 20 -w 5 -c 1} PERF_PORT=${PERF_PORT:-29517}
 PERF_TIMEOUT=${PERF_TIMEOUT:-600} MIN_RATIO=${MIN_RATIO:-0.8}
 FAILOVER_ARGS=${FAILOVER_ARGS:--b 64M -e 64M -w 2 -c 1 --duration 15}
@@ -176,7 +176,7 @@ ports_of() {  # rerail-info text on stdin
     ib && /^[^ ]/ { flush(); ib = 0 }
     END { flush() }'
 }
-info_cmd() { echo "env$rr_env $(bdir "$1")/tools/rerail-info/rerail-info --plugin $(bdir "$1")/net_plugin/libnccl-net-rerail.so; ibv_devinfo -l"; }
+info_cmd() { echo "env$rr_env $(bdir "$1")/tools/rerail-info --plugin $(bdir "$1")/net_plugin/libnccl-net-rerail.so; ibv_devinfo -l"; }
 declare -a PA PB   # "name dev port ll gid netdev lid speed" per rail
 rails=0 rails_why=""
 discover() {
@@ -226,7 +226,7 @@ wbw_sum=""
 preflight() {
   local k ra rb srv cli log have
   for who in A B; do
-    have=$(on "$who" "command -v ib_write_bw || echo missing")
+    have=$(on "$who" "command -v $IB_WRITE_BW || echo missing")
     if [ "$dry" = 0 ] && [[ $have == *missing* || -z $have ]]; then
       notrun "preflight ib_write_bw (perftest not installed on $who: apt-get install perftest / yum install perftest)"
       return
@@ -234,8 +234,8 @@ preflight() {
   done
   for ((k = 0; k < rails; k++)); do
     ra=${PA[$k]} rb=${PB[$k]} log=$OUT_DIR/wbw.rail$k
-    srv="timeout $WBW_TIMEOUT ib_write_bw -d $(field "$rb" 1) -i $(field "$rb" 2) -x $(field "$rb" 4) $WBW_ARGS -F --report_gbits -p $((WBW_PORT + k))"
-    cli="for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1; timeout $WBW_TIMEOUT ib_write_bw -d $(field "$ra" 1) -i $(field "$ra" 2) -x $(field "$ra" 4) $WBW_ARGS -F --report_gbits -p $((WBW_PORT + k)) $B_ADDR && break; done"
+    srv="timeout $WBW_TIMEOUT $IB_WRITE_BW -d $(field "$rb" 1) -i $(field "$rb" 2) -x $(field "$rb" 4) $WBW_ARGS -F --report_gbits -p $((WBW_PORT + k))"
+    cli="for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1; timeout $WBW_TIMEOUT $IB_WRITE_BW -d $(field "$ra" 1) -i $(field "$ra" 2) -x $(field "$ra" 4) $WBW_ARGS -F --report_gbits -p $((WBW_PORT + k)) $B_ADDR && break; done"
     if [ "$dry" = 1 ]; then on B "$srv &"; on A "$cli"; continue; fi
     on B "$srv" >"$log.B.txt" 2>&1 &
     local spid=$!
@@ -300,7 +300,7 @@ perf_rows() {
 verify() {
   local label=$1 ncoll=$2 la=$OUT_DIR/$1.A.log lb=$OUT_DIR/$1.B.log ok=1 rows bad oob who log k rec name missing=""
   rows=$(perf_rows "$la")
-  bad=$(awk '$4 != "0" || $6 != "0"' <<<"$rows" | head -3)
+  bad=$(awk '$4 != "0" || $6 != "0"' <<<"$rows" | head -3 | tr '\n' ';')
   oob=$(unstamp "$la" | grep -c '^# Out of bounds values : 0 OK')
   if [ "$rc_a" = 0 ] && [ "$rc_b" = 0 ] && [ -n "$rows" ] && [ -z "$bad" ] && [ "$oob" = "$ncoll" ]; then
     pass "$label: both ranks exit 0, $(wc -l <<<"$rows") rows verified, #wrong 0, $oob x 'Out of bounds values : 0 OK'"
@@ -332,7 +332,8 @@ perf() {
   [ "$dry" = 1 ] && return
   verify perf 2
   rows=$(perf_rows "$OUT_DIR/perf.A.log")
-  echo "$rows" | awk '{printf "#   %-10s %12s B  busbw %s / %s GB/s (out-of-place / in-place)\n", $1, $2, $3, $5}' | tail -n 4
+  awk '{last[$1] = $0} END {for (c in last) {split(last[c], f, " ")
+        printf "#   %-10s %12s B  busbw %s / %s GB/s (out-of-place / in-place)\n", f[1], f[2], f[3], f[5]}}' <<<"$rows"
   sr=$(awk '$1 == "sendrecv" {b = ($3 > $5 ? $3 : $5)} END {print b}' <<<"$rows")
   ar=$(awk '$1 == "all_reduce" {b = ($3 > $5 ? $3 : $5)} END {print b}' <<<"$rows")
   echo "FIGURE rerail-perf busbw at the largest size: sendrecv ${sr:-?} GB/s, all_reduce ${ar:-?} GB/s ($rails rail(s), $ch channels)"

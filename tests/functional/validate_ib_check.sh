@@ -28,8 +28,8 @@ before() {
 }
 env_rr='RERAIL_IB_HCA==mlx5_0:1\,mlx5_2:1 RERAIL_TCP_IFNAME=eth9'
 has "# B's commands run as: $tmp/ssh nodeb \"bash -c '<command>'\""
-has "[A nodea] env $env_rr /opt/ra/tools/rerail-info/rerail-info --plugin /opt/ra/net_plugin/libnccl-net-rerail.so; ibv_devinfo -l"
-has "[B nodeb] env $env_rr /opt/rb/tools/rerail-info/rerail-info --plugin /opt/rb/net_plugin/libnccl-net-rerail.so; ibv_devinfo -l"
+has "[A nodea] env $env_rr /opt/ra/tools/rerail-info --plugin /opt/ra/net_plugin/libnccl-net-rerail.so; ibv_devinfo -l"
+has "[B nodeb] env $env_rr /opt/rb/tools/rerail-info --plugin /opt/rb/net_plugin/libnccl-net-rerail.so; ibv_devinfo -l"
 has "# pass criteria:"
 has "sendrecv busbw (largest"
 for k in 0 1; do
