@@ -9,8 +9,8 @@
 #              the GB/s the wire gives (perftest; NOT RUN when ib_write_bw is missing on a node)
 #   perf       rerail-perf, rank 0 on A and rank 1 on B, RERAIL_TRANSPORT=ib over every rail:
 #              sendrecv + all_reduce, every value verified
-#   failover   rerail-perf sendrecv loops of FAILOVER_ARGS while FAULT_CMD_DOWN runs on B after FAULT_AT
-#              seconds and FAULT_CMD_UP FAULT_FOR seconds later (rail FAULT_RAIL)
+#   failover   rerail-perf sendrecv loops of FAILOVER_ARGS while FAULT_CMD_DOWN runs on B (rail FAULT_RAIL)
+#              FAULT_AT seconds after both ranks logged that rail's links up, FAULT_CMD_UP FAULT_FOR s later
 #   nccl       nccl-tests all_reduce_perf + sendrecv_perf with NCCL_NET_PLUGIN=rerail (the built
 #              libnccl-net-rerail.so) and RERAIL_TRANSPORT=ib, through scripts/run-nccl-tests.sh
 #              (mpirun; a baseline run with NCCL's own IB first); NOT RUN without GPUs, nccl-tests or mpirun
@@ -45,8 +45,8 @@
 #   PERF_ARGS [-b 8 -e 512M -f 4 -n 20 -w 5 -c 1]; PERF_CHANNELS [2 x rails: rerail-perf channel c uses rail c mod rails]; PERF_PORT [29517: the
 #   first run's rendezvous port on A, the next run the next port];
 #   PERF_TIMEOUT [600 s]; MIN_RATIO [0.8];
-#   FAILOVER_ARGS [-b 64M -e 64M -w 2 -c 1 --duration 15]; FAULT_RAIL [0]; FAULT_AT [8 s after the
-#   ranks start]; FAULT_FOR [5 s]; FAULT_CMD_DOWN / FAULT_CMD_UP [run on B; default by B's link layer:
+#   FAILOVER_ARGS [-b 64M -e 64M -w 2 -c 1 --duration 15]; FAULT_RAIL [0]; FAULT_AT [5 s after both
+#   ranks logged a link of that rail up]; FAULT_FOR [10 s]; FAULT_CMD_DOWN / FAULT_CMD_UP [run on B; default by B's link layer:
 #   RoCE "sudo -n ip link set dev <netdev> down|up"; IB "sudo -n ibportstate -C <hca> -P <port> <lid>
 #   <port> disable|enable" (infiniband-diags; the local-CA form of its man page). Both need root: sudo
 #   -n fails at once without a password rule];
@@ -100,7 +100,7 @@ IB_WRITE_BW=${IB_WRITE_BW:-ib_write_bw} WBW_ARGS=${WBW_ARGS:--s 8388608 -D 5} WB
 PERF_ARGS=${PERF_ARGS:--b 8 -e 512M -f 4 -n 20 -w 5 -c 1} PERF_PORT=${PERF_PORT:-29517}
 PERF_TIMEOUT=${PERF_TIMEOUT:-600} MIN_RATIO=${MIN_RATIO:-0.8}
 FAILOVER_ARGS=${FAILOVER_ARGS:--b 64M -e 64M -w 2 -c 1 --duration 15}
-FAULT_RAIL=${FAULT_RAIL:-0} FAULT_AT=${FAULT_AT:-8} FAULT_FOR=${FAULT_FOR:-5}
+FAULT_RAIL=${FAULT_RAIL:-0} FAULT_AT=${FAULT_AT:-5} FAULT_FOR=${FAULT_FOR:-10}
 NCCL_TESTS_DIR=${NCCL_TESTS_DIR:-./nccl-tests/build} NCCL_MIN_RATIO=${NCCL_MIN_RATIO:-0}
 for v in WBW_PORT WBW_TIMEOUT PERF_PORT PERF_TIMEOUT FAULT_RAIL FAULT_AT FAULT_FOR; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer, got '${!v}'"
@@ -155,7 +155,7 @@ cat <<EOF
 #   perf:      #wrong 0 on every row and 'Out of bounds values : 0 OK', both ranks exit 0; both nodes on the
 #              IB transport only (no TCP fallback) with a link up on every rail; sendrecv busbw (largest
 #              size) / sum of ib_write_bw >= $MIN_RATIO
-#   failover:  as perf (#wrong 0, IB only) with rail $FAULT_RAIL of B down at +${FAULT_AT}s for ${FAULT_FOR}s: the fault
+#   failover:  as perf (#wrong 0, IB only) with rail $FAULT_RAIL of B down ${FAULT_AT}s after its links came up, for ${FAULT_FOR}s: the fault
 #              commands exit 0, a failover WARN names the rail, the rail fails back after the up command
 #   nccl:      run-nccl-tests.sh: exit 0, NET/rerail loaded, 'Out of bounds values : 0 OK' in every table
 EOF
@@ -282,7 +282,7 @@ run_pair() {
   fi
   { on B "$(perf_cmd B 1 "$args")"; echo "## exit $?"; } 2>&1 | stamp >"$OUT_DIR/$label.B.log" &
   pb=$!
-  if [ -n "$fault" ]; then run_fault >"$OUT_DIR/$label.fault.log" 2>&1 & fpid=$!; fi
+  if [ -n "$fault" ]; then run_fault "$label" >"$OUT_DIR/$label.fault.log" 2>&1 & fpid=$!; fi
   { on A "$(perf_cmd A 0 "$args")"; echo "## exit $?"; } 2>&1 | stamp >"$OUT_DIR/$label.A.log"
   wait "$pb"
   [ -n "$fpid" ] && wait "$fpid"
@@ -377,12 +377,24 @@ fault_cmds() {
   else fault_up="$roce_u   # RoCE; on InfiniBand: $ib_u"; fi
 }
 fault_plan() {
-  echo "[A $A] sleep $FAULT_AT  # then, in the background of the run:"
+  echo "[A $A] # in the background of the run: wait until both ranks log a link of rail $FAULT_RAIL up (connecting -> healthy), then"
+  echo "[A $A] sleep $FAULT_AT"
   on B "$fault_down"
   echo "[A $A] sleep $FAULT_FOR"
   on B "$fault_up"
 }
-run_fault() {  # the timeline of one fault, stamped
+# run_fault LABEL: the timeline of one fault, stamped. The clock starts once both ranks have a link of the
+# rail up: a port pulled before its links connected only delays them (no failover to see).
+run_fault() {
+  local la=$OUT_DIR/$1.A.log lb=$OUT_DIR/$1.B.log na nb i
+  na=$(re_escape "$(field "${PA[$FAULT_RAIL]}" 0)") nb=$(re_escape "$(field "${PB[$FAULT_RAIL]}" 0)")
+  for ((i = 0; i < 10 * PERF_TIMEOUT; i++)); do
+    grep -qE "\(ib $na to peer rail [0-9]+\): connecting -> healthy" "$la" 2>/dev/null \
+      && grep -qE "\(ib $nb to peer rail [0-9]+\): connecting -> healthy" "$lb" 2>/dev/null && break
+    grep -q '^\[[0-9.]*\] ## exit' "$la" 2>/dev/null && { echo "[$EPOCHREALTIME] rank 0 ended before rail $FAULT_RAIL came up"; return; }
+    sleep 0.1
+  done
+  echo "[$EPOCHREALTIME] rail $FAULT_RAIL up on both ranks"
   sleep "$FAULT_AT"
   echo "[$EPOCHREALTIME] down: $fault_down"
   on B "$fault_down"; echo "[$EPOCHREALTIME] down rc $?"
@@ -405,7 +417,7 @@ failover() {
   t_down=$(awk '$2 == "down:" {gsub(/[][]/, "", $1); print $1}' "$fl")
   t_up=$(awk '$2 == "up:" {gsub(/[][]/, "", $1); print $1}' "$fl")
   rc_d=$(awk '$2 == "down" && $3 == "rc" {print $4}' "$fl") rc_u=$(awk '$2 == "up" && $3 == "rc" {print $4}' "$fl")
-  if [ "$rc_d" = 0 ] && [ "$rc_u" = 0 ]; then pass "failover: fault commands ran on B (down at +${FAULT_AT}s, up ${FAULT_FOR}s later), exit 0"
+  if [ "$rc_d" = 0 ] && [ "$rc_u" = 0 ]; then pass "failover: fault commands ran on B (down ${FAULT_AT}s after rail $FAULT_RAIL's links came up, up ${FAULT_FOR}s later), exit 0"
   else fail "failover: fault command exit codes down '${rc_d:-not run}', up '${rc_u:-not run}' (see $fl; root/sudo needed)"; fi
   na=$(re_escape "$(field "${PA[$FAULT_RAIL]}" 0)") nb=$(re_escape "$(field "${PB[$FAULT_RAIL]}" 0)")
   local wa wb

@@ -47,8 +47,9 @@ f0="[A nodea] env PMI_RANK=0 PMI_SIZE=2 RERAIL_TRANSPORT=ib NCCL_DEBUG=INFO $env
 down="[B nodeb] sudo -n ip link set dev <netdev-of-mlx5_0> down   # RoCE; on InfiniBand: sudo -n ibportstate -C mlx5_0 -P 1 <lid-of-mlx5_0:1> 1 disable"
 up="[B nodeb] sudo -n ip link set dev <netdev-of-mlx5_0> up   # RoCE; on InfiniBand: sudo -n ibportstate -C mlx5_0 -P 1 <lid-of-mlx5_0:1> 1 enable"
 has "$f1"; has "$down"; has "$up"; has "$f0"
-before "$f1" "[A nodea] sleep 8"; before "[A nodea] sleep 8" "$down"; before "$down" "[A nodea] sleep 5"
-before "[A nodea] sleep 5" "$up"; before "$up" "$f0"
+wait_up="[A nodea] # in the background of the run: wait until both ranks log a link of rail 0 up (connecting -> healthy), then"
+before "$f1" "$wait_up"; before "$wait_up" "[A nodea] sleep 5"; before "[A nodea] sleep 5" "$down"
+before "$down" "[A nodea] sleep 10"; before "[A nodea] sleep 10" "$up"; before "$up" "$f0"
 has "[A nodea] scripts/run-nccl-tests.sh --hosts nodea,nodeb --gpus-per-node 4 --tests all_reduce,sendrecv --nccl-tests /nt --rerail-lib /opt/ra/net_plugin --env RERAIL_TRANSPORT=ib --out /logs/nccl"
 for t in all_reduce sendrecv; do
   has "NCCL_NET_PLUGIN=\"rerail\" LD_LIBRARY_PATH=\"/opt/ra/net_plugin\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\" RERAIL_TRANSPORT=\"ib\" RERAIL_IB_HCA=\"=mlx5_0:1,mlx5_2:1\" RERAIL_TCP_IFNAME=\"eth9\" NCCL_IB_HCA=\"=mlx5_0:1,mlx5_2:1\" mpirun -np 8 -H nodea:4,nodeb:4"

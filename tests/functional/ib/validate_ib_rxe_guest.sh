@@ -28,7 +28,7 @@ for _ in $(seq 60); do bash "$here/validate_ib_rsh.sh" 10.20.1.2 true 2>/dev/nul
 export SSH="bash $here/validate_ib_rsh.sh" HOSTS="10.20.1.1 10.20.1.2" RERAIL_TCP_IFNAME="=eth1" \
        RERAIL_IB_TIMEOUT=18 RERAIL_STALL_MS=4000 WBW_ARGS="-s 1048576 -n 20" \
        PERF_ARGS="-b 16 -e 1M -f 256 -n 2 -w 1 -c 1" PERF_CHANNELS=2 PERF_TIMEOUT=200 MIN_RATIO=0 \
-       FAILOVER_ARGS="-b 1M -e 1M -w 2 -c 1 --duration 10" FAULT_AT=6 FAULT_FOR=6 OUT_DIR=/tmp/vib BUILD_DIR=$build
+       FAILOVER_ARGS="-b 1M -e 1M -w 2 -c 1 --duration 15" FAULT_AT=3 FAULT_FOR=6 OUT_DIR=/tmp/vib BUILD_DIR=$build
 bash "$root/scripts/validate-ib.sh"
 rc=$?
 for f in /tmp/vib/*.log; do echo "---- $f (WARN, port and failback lines)"; grep -E 'WARN|probing|IB rail|## exit' "$f" | head -20; done
