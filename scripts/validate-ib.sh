@@ -31,28 +31,34 @@
 # ("[A host] ..." / "[B host] ..."), runs nothing (the rails are then those RERAIL_IB_HCA names, or
 # placeholders).
 #
-# Usage: validate-ib.sh --peer B_HOST [--steps "preflight perf failover nccl"] [--dry-run]
-#        HOSTS="a b" validate-ib.sh ...           (a: this node's name as B reaches it, b: the peer)
-# Env knobs (defaults in brackets):
-#   HOSTS ["<hostname> <peer>"]; A_ADDR [first of HOSTS, else hostname]: rank 0's rendezvous address and
-#   the mpirun name of A; B_ADDR [B's name]: the ib_write_bw server address; SSH [ssh -o BatchMode=yes]:
-#   how B is reached (called as: $SSH B "bash -c '<command>'"); STEPS [preflight perf failover nccl];
-#   BUILD_DIR [build]; REMOTE_BUILD_DIR [the absolute BUILD_DIR]; OUT_DIR [a temp dir on A];
-#   every RERAIL_* variable set here is passed to both ranks and to rerail-info (RERAIL_IB_HCA picks the
-#   rails in NCCL's syntax, e.g. "=mlx5_0:1,mlx5_1:1"; RERAIL_IB_GID_INDEX, RERAIL_IB_TIMEOUT,
-#   RERAIL_IB_RETRY_CNT, RERAIL_TCP_IFNAME: the handshake streams' interface — see net_plugin/README.md);
-#   IB_WRITE_BW [ib_write_bw: perftest's binary on both nodes]; WBW_ARGS [-s 8388608 -D 5]; WBW_PORT [18515: rail k uses WBW_PORT+k]; WBW_TIMEOUT [60 s];
-#   PERF_ARGS [-b 8 -e 512M -f 4 -n 20 -w 5 -c 1]; PERF_CHANNELS [2 x rails: rerail-perf channel c uses rail c mod rails]; PERF_PORT [29517: the
-#   first run's rendezvous port on A, the next run the next port];
-#   PERF_TIMEOUT [600 s]; MIN_RATIO [0.8];
-#   FAILOVER_ARGS [-b 64M -e 64M -w 2 -c 1 --duration 15]; FAULT_RAIL [0]; FAULT_AT [5 s after both
-#   ranks logged a link of that rail up]; FAULT_FOR [10 s]; FAULT_CMD_DOWN / FAULT_CMD_UP [run on B; default by B's link layer:
-#   RoCE "sudo -n ip link set dev <netdev> down|up"; IB "sudo -n ibportstate -C <hca> -P <port> <lid>
-#   <port> disable|enable" (infiniband-diags; the local-CA form of its man page). Both need root: sudo
-#   -n fails at once without a password rule];
-#   NCCL_TESTS_DIR [./nccl-tests/build]; GPUS_PER_NODE [nvidia-smi -L's count on A]; NCCL_TESTS_ARGS
-#   [extra run-nccl-tests.sh arguments, e.g. "-e 1G --mpirun-args '--mca btl tcp,self'"]; NCCL_MIN_RATIO
-#   [0: rerail / NCCL's own IB busbw reported only].
+# Usage: validate-ib.sh --peer B_HOST [--steps "preflight perf failover nccl"] [--build-dir DIR] [--out DIR]
+#                       [--dry-run]
+#        HOSTS="a b" validate-ib.sh ...      (a: this node's name as B reaches it, b: the peer)
+# Env knobs [defaults]:
+#   HOSTS ["<hostname> <peer>"]  A_ADDR [first of HOSTS]: rank 0's rendezvous address, A's mpirun name
+#   B_ADDR [B]: the ib_write_bw server's address   SSH [ssh -o BatchMode=yes]: called as $SSH B "bash -c '..'"
+#   STEPS [preflight perf failover nccl]   BUILD_DIR [build]   REMOTE_BUILD_DIR [the absolute BUILD_DIR]
+#   OUT_DIR [a temp dir on A: rerail-info.*.txt, wbw.rail*.txt, perf.*.log, failover.*.log, nccl/]
+#   RERAIL_*: every one set here goes to both ranks and to rerail-info. RERAIL_IB_HCA picks the rails
+#     (NCCL's syntax, e.g. "=mlx5_0:1,mlx5_1:1"); RERAIL_IB_GID_INDEX, RERAIL_IB_TIMEOUT,
+#     RERAIL_IB_RETRY_CNT; RERAIL_TCP_IFNAME: the interface of the handshake streams (net_plugin/README.md)
+#   IB_WRITE_BW [ib_write_bw]   WBW_ARGS [-s 8388608 -D 5]   WBW_PORT [18515; rail k: +k]   WBW_TIMEOUT [60 s]
+#   PERF_ARGS [-b 8 -e 512M -f 4 -n 20 -w 5 -c 1]   PERF_CHANNELS [2 x rails; channel c uses rail c mod rails]
+#   PERF_PORT [29517: the first run's rendezvous port on A, then +1 per run]   PERF_TIMEOUT [600 s]
+#   MIN_RATIO [0.8]: busbw = size / the faster time of the largest size (2 ranks: nccl-tests' busbw for
+#     sendrecv and all_reduce alike); sendrecv moves data both ways at once, ib_write_bw one way
+#   FAILOVER_ARGS [-b 64M -e 64M -w 2 -c 1 --duration 15]   FAULT_RAIL [0]   FAULT_AT [5 s]   FAULT_FOR [10 s]
+#   FAULT_CMD_DOWN / FAULT_CMD_UP: run on B; default by B's link layer (rerail-info): RoCE
+#     "sudo -n ip link set dev <netdev> down|up"; InfiniBand "sudo -n ibportstate -C <hca> -P <port> <lid>
+#     <port> disable|enable" (infiniband-diags, the local-CA form of its man page; not tried on hardware).
+#     Both need root; sudo -n fails at once where no password-less rule exists. An interrupted run still
+#     runs FAULT_CMD_UP on exit.
+#   NCCL_TESTS_DIR [./nccl-tests/build]   GPUS_PER_NODE [the GPUs nvidia-smi -L lists on A]
+#   NCCL_TESTS_ARGS [extra run-nccl-tests.sh arguments, e.g. "-e 1G --mpirun-args '--mca btl tcp,self'"]
+#   NCCL_MIN_RATIO [0: the busbw ratio rerail / NCCL's own IB is reported, not judged]
+# Where it ran: only between two QEMU guests over Soft-RoCE (ctest -L rxe: ib_rxe_validate_ib, every
+# step but nccl), never on a physical HCA or cluster. CI checks the --dry-run plan, the argument errors
+# and the verdicts on stand-ins (validate_ib_dry_run, validate_ib_verdicts).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
