@@ -491,12 +491,21 @@ nccl() {
 # ---- run -------------------------------------------------------------------------------------------
 if [ "$dry" = 1 ]; then
   on A "$(info_cmd A)"; on B "$(info_cmd B)"; dry_rails
-elif step preflight || step perf || step failover; then
-  for who in A B; do
-    on "$who" "test -x $(bdir $who)/tools/rerail-perf/rerail-perf && test -f $(bdir $who)/net_plugin/libnccl-net-rerail.so" \
-      || die "node $who: $(bdir $who)/tools/rerail-perf/rerail-perf or net_plugin/libnccl-net-rerail.so missing (build it there; BUILD_DIR / REMOTE_BUILD_DIR)"
-  done
-  discover
+else
+  if ! reach=$(on B "echo reached" 2>&1) || [[ $reach != *reached* ]]; then
+    fail "cannot run commands on B (${ssh_cmd[*]} $B)${reach:+: $(tail -n 1 <<<"$reach")}"
+    echo "---- validate-ib: $passes passed, $fails failed, $notruns not run"; exit 1
+  fi
+  if step preflight || step perf || step failover; then
+    for who in A B; do
+      d=$(bdir $who)
+      if ! on "$who" "test -x $d/tools/rerail-perf/rerail-perf && test -x $d/tools/rerail-info && test -f $d/net_plugin/libnccl-net-rerail.so"; then
+        fail "node $who: $d/tools/rerail-perf/rerail-perf, tools/rerail-info or net_plugin/libnccl-net-rerail.so missing (build them there; BUILD_DIR / REMOTE_BUILD_DIR)"
+        echo "---- validate-ib: $passes passed, $fails failed, $notruns not run"; exit 1
+      fi
+    done
+    discover
+  fi
 fi
 ib_steps_ok=1
 if [ "$dry" = 0 ] && { step preflight || step perf || step failover; } && [ -n "$rails_why" ]; then

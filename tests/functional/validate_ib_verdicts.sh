@@ -7,7 +7,7 @@
 # failover WARN and a failback, so the script's timeline checks run on a real order of events.
 # Checks: all pass -> exit 0 with the expected PASS / NOT RUN lines; a wrong value, a missing failback, a
 # TCP fallback, a low busbw ratio, a failing fault command -> exit 1 with a FAIL line naming it;
-# no ib_write_bw -> preflight NOT RUN and the ratio NOT RUN.
+# no ib_write_bw -> preflight NOT RUN and the ratio NOT RUN; B unreachable or without the build -> FAIL, exit 1.
 set -euo pipefail
 script=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -123,4 +123,8 @@ has nofailback "PASS: failover: WARN naming rail 0"
 run nowbw 0 STEPS="preflight perf" IB_WRITE_BW=/nonexistent/ib_write_bw
 has nowbw "NOT RUN: preflight ib_write_bw (perftest not installed on A"
 has nowbw "NOT RUN: perf busbw / ib_write_bw ratio"
+run noreach 1 SSH=false
+has noreach "FAIL: cannot run commands on B (false nodeb)"
+run nobuild 1 REMOTE_BUILD_DIR=/nonexistent/build
+has nobuild "FAIL: node B: /nonexistent/build/tools/rerail-perf/rerail-perf, tools/rerail-info or net_plugin/libnccl-net-rerail.so missing"
 echo PASS
