@@ -54,7 +54,8 @@
 #     Both need root; sudo -n fails at once where no password-less rule exists. An interrupted run still
 #     runs FAULT_CMD_UP on exit.
 #   NCCL_TESTS_DIR [./nccl-tests/build]   GPUS_PER_NODE [the GPUs nvidia-smi -L lists on A]
-#   NCCL_TESTS_ARGS [extra run-nccl-tests.sh arguments, e.g. "-e 1G --mpirun-args '--mca btl tcp,self'"]
+#   NCCL_TESTS_ARGS [extra run-nccl-tests.sh arguments, e.g. "-e 1G --mpirun-args '--mca btl tcp,self'";
+#     a NIC pulled during the nccl-tests runs too (RoCE): "--fault-node B --fault-nic ens1f0np0"]
 #   NCCL_MIN_RATIO [0: the busbw ratio rerail / NCCL's own IB is reported, not judged]
 # Where it ran: only between two QEMU guests over Soft-RoCE (ctest -L rxe: ib_rxe_validate_ib, every
 # step but nccl), never on a physical HCA or cluster. CI checks the --dry-run plan, the argument errors
