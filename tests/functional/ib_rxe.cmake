@@ -59,3 +59,15 @@ add_test(NAME ib_rxe_pair_perf_failover
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_pair_perf.sh failover ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
                  $<TARGET_FILE:rerail-perf> $<TARGET_FILE:nccl-net-rerail>)
 set_tests_properties(ib_rxe_pair_perf_failover PROPERTIES LABELS rxe TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# scripts/validate-ib.sh itself, for real, between the two guests: guest a is node A and reaches guest b
+# through a busybox-nc stand-in for ssh; preflight (rerail-info + ib_write_bw on rxe0 and rxe1), perf
+# (rerail-perf over both rails, #wrong 0, IB only, a link on every rail) and failover (the default fault
+# commands take rxe0's netdev on b down for 6 s and up again: failover WARN, failback after up); nccl
+# NOT RUN (no GPU). The busbw / ib_write_bw ratio is printed, not judged (TCG). ~3 min of both cores.
+add_executable(rr_sigchld_default_exec ${CMAKE_CURRENT_LIST_DIR}/ib/sigchld_default_exec.c)
+add_test(NAME ib_rxe_validate_ib
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/validate_ib_rxe.sh ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
+                 ${CMAKE_SOURCE_DIR} $<TARGET_FILE:rerail-perf> $<TARGET_FILE:rerail-info> $<TARGET_FILE:nccl-net-rerail>
+                 $<TARGET_FILE:rr_sigchld_default_exec>)
+set_tests_properties(ib_rxe_validate_ib PROPERTIES LABELS rxe TIMEOUT 600 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
