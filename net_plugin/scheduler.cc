@@ -50,7 +50,9 @@ void Scheduler::OnKernelQueue(int link, uint64_t outq_bytes) {
 void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now) {
   RailLoad& r = load(link);
   std::lock_guard<std::mutex> g(r.mu);
-  if (r.win_start_ns == 0 || now < r.win_start_ns) {
+  bool silence = r.last_report_ns != 0 && now > r.last_report_ns && now - r.last_report_ns > kMaxReportGapNs;
+  r.last_report_ns = now;
+  if (r.win_start_ns == 0 || now < r.win_start_ns || silence) {
     r.win_start_ns = now;
     r.win_bytes = 0;
     r.win_reports = r.win_backlogged = 0;
@@ -71,6 +73,13 @@ void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t no
   r.win_start_ns = now;
   r.win_bytes = 0;
   r.win_reports = r.win_backlogged = 0;
+}
+
+void Scheduler::OnLinkBack(int link) {
+  RailLoad& r = load(link);
+  std::lock_guard<std::mutex> g(r.mu);
+  r.bw.store(0, std::memory_order_relaxed);
+  r.win_start_ns = 0;
 }
 
 double Scheduler::Bw(int link) const {

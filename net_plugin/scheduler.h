@@ -42,7 +42,11 @@
 //     from all traffic.
 // Over time every rail's share follows its bandwidth, so a message finishes on all rails at about the
 // same time (a slow rail gets a proportionally small share instead of an equal one), and a healed
-// rail is used again at once: its queue is empty and its estimate survives the failure.
+// rail is used again at once: its queue is empty, and its estimate restarts from the nominal speed
+// (OnLinkBack). A window across a silence (no report for kMaxReportGapNs: links down, comm not
+// driven) is no sample. Both guard the same trap: a rail measured far too slow gets no chunks, so
+// no backlogged window, so no new sample — it stayed idle for good (a healed rail at 6 Mb/s next to
+// one at 309 Mb/s, NetFaults.HealedRailIsProbedAndReadmitted under load).
 //
 // Thread-safety: a Scheduler belongs to one SendComm (one thread at a time); RailLoad is shared by
 // comms that NCCL may drive from different proxy threads (atomics, a mutex around the sampler).
@@ -69,6 +73,7 @@ struct RailLoad {
   uint64_t win_start_ns = 0;
   uint64_t win_bytes = 0;
   uint32_t win_reports = 0, win_backlogged = 0;
+  uint64_t last_report_ns = 0;  // the rail's last report (OnDelivered), any comm
 };
 
 class Scheduler {
@@ -76,6 +81,9 @@ class Scheduler {
   static constexpr double kAlpha = 0.25;
   static constexpr uint64_t kSampleNs = 50'000'000;  // 50 ms
   static constexpr uint64_t kReportNs = 5'000'000;   // how often a comm reports its links' acked bytes
+  // Reports further apart than this (the rail's links were down, or no comm was driven) end the
+  // window without a sample: the silence is not a rate.
+  static constexpr uint64_t kMaxReportGapNs = 10 * kReportNs;
   static constexpr double kPrimaryBias = 0.5;    // the primary rail must carry 1.5x another's load
   static constexpr double kLoadTauNs = 200e6;     // time constant of the smoothed rail loads
   static constexpr double kNever = 1e30;
@@ -109,6 +117,10 @@ class Scheduler {
   // Bytes of `link` the peer's TCP acknowledged since the last report (every kReportNs or so), and
   // whether the rail, not the demand, was the limit (unsent bytes in a socket, or the rail full).
   void OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now_ns);
+  // A failed link of this comm is back (failback): the rail's estimate describes the path before the
+  // fault, and a low one (measured while the fault starved the rail) would keep the healed rail idle,
+  // since an idle rail yields no samples. The rail starts over from its nominal speed and a fresh window.
+  void OnLinkBack(int link);
   // Updates the comm's smoothed view of every rail's load (call before Admit).
   void Observe(uint64_t now_ns);
   // eligible[i]: link i may carry data at all (healthy, allowed by policy). Link 0 is the primary.

@@ -273,6 +273,10 @@ void SendCore::OnControl(uint64_t now, int idx, const Frame& f) {
   if (l.fsm.state() == LinkState::kProbing) {
     SetState(idx, LinkState::kHealthy, "peer answered the probe (failback)");
     l.backoff_ns = cfg_.backoff_min_ns;
+    double before = sched_.BandwidthBps(idx);
+    sched_.OnLinkBack(idx);
+    RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) failed back: the rail's estimate restarts from %.0f Mb/s (was %.0f)",
+            static_cast<unsigned long>(conn_id_), idx, l.spec.name.c_str(), sched_.BandwidthBps(idx) / 1e6, before / 1e6);
     obs_->OnFailback(idx);
   }
   switch (TypeOf(f)) {

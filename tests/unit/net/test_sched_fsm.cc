@@ -233,4 +233,38 @@ TEST(Scheduler, DemandLimitedWindowsAreNotSamples) {
   EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6);
 }
 
+// A rail's links go down for a second while backlogged, then the first report after it comes: the
+// silence between reports is not a rate. (Counted as one window, 0.8 MB over 1 s read as 6 Mb/s on a
+// 300 Mb/s rail, and the healed rail was never given a chunk again.)
+TEST(Scheduler, AWindowAcrossASilenceIsNoSample) {
+  Scheduler s;
+  s.Reset({0}, {10e9}, nullptr);
+  LearnRate(s, 0, 400000);  // 40 MB/s = 320 Mb/s
+  const double before = s.BandwidthBps(0);
+  EXPECT_NEAR(before, 320e6, 5e6);
+  uint64_t t = 3'000'000'000;  // LearnRate ended at 3 s
+  s.OnDelivered(0, 400000, true, t += 10'000'000);
+  s.OnDelivered(0, 100000, true, t += 1'000'000'000);  // the first report after 1 s without any
+  for (int i = 0; i < 3; ++i) s.OnDelivered(0, 400000, true, t += 10'000'000);
+  EXPECT_GT(s.BandwidthBps(0), 0.9 * before) << "the outage counted as a slow window";
+}
+
+// A failed link is back: the estimate measured before (here: while a fault starved the rail) no longer
+// describes the path. The rail restarts from its nominal speed, so it gets chunks, becomes backlogged
+// and is measured again; with the stale figure it would never be given a chunk.
+TEST(Scheduler, AHealedRailStartsOverFromItsNominalSpeed) {
+  Scheduler s;
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr);
+  LearnRate(s, 0, 7500);    // 6 Mb/s: what a starved window measured
+  LearnRate(s, 1, 400000);  // 320 Mb/s
+  Load(s, 1, 4 * kChunk);  // as measured: 0.65 MB on the other rail, 1 MB pending
+  EXPECT_FALSE(s.Admit(0, {true, true}, kChunk, 1 << 20)) << "the stale figure keeps the rail idle";
+  s.OnLinkBack(0);
+  EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6) << "nominal again";
+  EXPECT_TRUE(s.Admit(0, {true, true}, kChunk, 1 << 20));
+  EXPECT_NEAR(s.BandwidthBps(1), 320e6, 5e6) << "the other rail keeps its estimate";
+  LearnRate(s, 0, 400000);  // measured again once it carries data
+  EXPECT_NEAR(s.BandwidthBps(0), 320e6, 5e6);
+}
+
 }  // namespace
