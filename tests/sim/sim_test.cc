@@ -312,6 +312,19 @@ TEST(Sim, RegressionProbeClosedBeforeTheSenderSawIt) {
   EXPECT_EQ(r.errors, 0u);
 }
 
+// Regression (swarm seed 2212444): the peer's receive window is tiny (26 KB) and the round trip long
+// (33 ms); the sender's socket takes megabytes, so the chunks queue on the link's first stream and
+// move at about one window per round trip, not four. The run was moving when the oracle, which
+// allowed 3x the time four windows would take, declared the last two messages hung.
+TEST(Sim, RegressionWindowLimitedStreamIsSlowNotHung) {
+  Scenario sc = Draw(2212444, Options{});
+  ASSERT_EQ(sc.streams, 4);
+  ASSERT_LT(sc.rcvbuf, 32u << 10);
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+  EXPECT_EQ(r.messages, 32u);
+}
+
 // Same seed, same path: the event trace's hash is identical across runs.
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;

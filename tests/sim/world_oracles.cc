@@ -172,9 +172,12 @@ void World::Failed(Comm& c, int side) {
 
 
 // The slowest a rail moves a comm's bytes in [t0, t1] (bytes/ns): its rate (a slowed one at its slowed
-// rate), and at most a window per stream per round trip (the receive buffer, or what the send buffer
-// holds). A failover comm keeps to its primary and a striping one may put a chunk on any rail, so
-// the bounds use the slowest rail: liveness, not performance — hangs are what they catch.
+// rate), and at most one window per round trip (the receive buffer, or what the send buffer holds):
+// the driver fills a stream's socket before it turns to the next (SendComm::WriteStream), so with a
+// send buffer far above the peer's window every chunk may queue on one stream (swarm seed 2212444:
+// 26 KB windows, 33 ms RTT, 4 streams, all data on stream 0 at 0.78 MB/s, against a bound that
+// assumed 4 windows). A failover comm keeps to its primary and a striping one may put a chunk on any
+// rail, so the bounds use the slowest rail: liveness, not performance — hangs are what they catch.
 double World::RateFloor(uint64_t t0, uint64_t t1) const {
   std::vector<uint64_t> rate(sc_.rails.size());
   for (size_t r = 0; r < rate.size(); ++r) rate[r] = sc_.rails[r].bps;
@@ -187,7 +190,7 @@ double World::RateFloor(uint64_t t0, uint64_t t1) const {
   double win = static_cast<double>(std::min<uint64_t>(sc_.rcvbuf, sc_.sndbuf + sc_.core.chunk + kFrameBytes));
   for (size_t r = 0; r < rate.size(); ++r) {
     double rtt = static_cast<double>(2 * sc_.rails[r].delay_ns) + 2.0 * static_cast<double>(sc_.quantum) * 8e9 / static_cast<double>(rate[r]);
-    bpns = std::min({bpns, static_cast<double>(rate[r]) / 8e9, sc_.streams * win / rtt});
+    bpns = std::min({bpns, static_cast<double>(rate[r]) / 8e9, win / rtt});
   }
   return bpns;
 }
