@@ -13,16 +13,18 @@
 # (1.07 s per try) and RERAIL_STALL_MS=4000, as the guest pair tests do: rxe's ACKs often take longer
 # than the defaults' 67 ms and 1 s. The harness's own bounds (watchdog, plan timeouts) run with
 # --time-scale $RXE_CONF_TIME_SCALE (default 4: the largest case took 88 s of its 110 s watchdog).
+# RXE_CONF_PLUGIN_ENV replaces those two plugin settings (empty: the plugin's defaults).
 # RXE_CONF_GUEST_TIMEOUT bounds the whole guest run (default 1200 s), RXE_CONF_CASE_TIMEOUT one case
 # (default 600 s).
 set -uo pipefail
 guest=$1 bin=$(readlink -f "$2") peer=$(readlink -f "$3") so=$(readlink -f "$4") filter=${5:-*}
 here=$(cd "$(dirname "$0")" && pwd)
+penv=${RXE_CONF_PLUGIN_ENV-RERAIL_IB_TIMEOUT=18 RERAIL_STALL_MS=4000}
 scale=${RXE_CONF_TIME_SCALE:-4} gto=${RXE_CONF_GUEST_TIMEOUT:-1200} cto=${RXE_CONF_CASE_TIMEOUT:-600}
 counters='for d in rxe0 rxe1; do echo "rxe counters $d: $(cd /sys/class/infiniband/$d/ports/1/hw_counters &&'
 counters+=' for k in *; do printf "%s %s, " $k $(cat $k); done)"; done;'
 cmd="mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm;"  # the rail-health board (RERAIL_BOARD_DIR)
-cmd+=" RERAIL_IB_TIMEOUT=18 RERAIL_STALL_MS=4000 bash $here/ib_conformance.sh --ports rxe0,rxe1"
+cmd+=" env $penv bash $here/ib_conformance.sh --ports rxe0,rxe1"
 cmd+=" --case-timeout $cto --filter '$filter' $bin --time-scale $scale; rc=\$?; $counters exit \$rc"
 out=$(bash "$guest" --rails 2 --mem 3584 --timeout "$gto" --with "$bin" --with "$peer" --with "$so" \
         --with "$here/ib_conformance.sh" -- "$cmd" 2>&1)
