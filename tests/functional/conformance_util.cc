@@ -37,7 +37,7 @@ void ArmWatchdog(unsigned seconds) {
   if (info != nullptr)
     snprintf(g_case_name, sizeof(g_case_name), "%s.%s", info->test_suite_name(), info->name());
   signal(SIGALRM, OnAlarm);
-  alarm(seconds);
+  alarm(seconds * TimeScale());
 }
 
 Status Pair::Open(const std::vector<std::string>& peer_env) {
@@ -45,14 +45,14 @@ Status Pair::Open(const std::vector<std::string>& peer_env) {
   if (EchoPluginLog()) args.push_back("-v");
   RR_CHECK(peer_.Spawn(PeerExe(), args, peer_env));
   json r;
-  RR_CHECK(peer_.Call({{"cmd", "open"}, {"plugin", PluginPath()}, {"dev", 0}}, &r, 30000));
+  RR_CHECK(peer_.Call({{"cmd", "open"}, {"plugin", PluginPath()}, {"dev", 0}}, &r, ScaledMs(30000)));
   return nb::Endpoint::Open(PluginPath(), 0, &ep_);
 }
 
 Status Pair::Wire(int n_out, int n_in) {
   json r;
   if (n_out > 0) {  // the peer listens, this side connects
-    RR_CHECK(peer_.Call({{"cmd", "listen"}, {"n", n_out}}, &r, 30000));
+    RR_CHECK(peer_.Call({{"cmd", "listen"}, {"n", n_out}}, &r, ScaledMs(30000)));
     std::vector<nb::Handle> hs;
     for (const auto& hex : r.at("handles")) {
       nb::Handle h;
@@ -60,8 +60,8 @@ Status Pair::Wire(int n_out, int n_in) {
       hs.push_back(h);
     }
     std::vector<void*> comms;
-    Status s = ep_->ConnectAll(hs, &comms, 30000);
-    Status pr = peer_.Reply(&r, 30000);
+    Status s = ep_->ConnectAll(hs, &comms, ScaledMs(30000));
+    Status pr = peer_.Reply(&r, ScaledMs(30000));
     RR_CHECK(s);
     RR_CHECK(pr);
     send_.insert(send_.end(), comms.begin(), comms.end());
@@ -78,8 +78,8 @@ Status Pair::Wire(int n_out, int n_in) {
     }
     RR_CHECK(peer_.Send({{"cmd", "connect"}, {"handles", handles}}));
     std::vector<void*> comms;
-    Status s = ep_->AcceptAll(lcomms, &comms, 30000);
-    Status pr = peer_.Reply(&r, 30000);
+    Status s = ep_->AcceptAll(lcomms, &comms, ScaledMs(30000));
+    Status pr = peer_.Reply(&r, ScaledMs(30000));
     RR_CHECK(s);
     RR_CHECK(pr);
     recv_.insert(recv_.end(), comms.begin(), comms.end());
@@ -87,7 +87,9 @@ Status Pair::Wire(int n_out, int n_in) {
   return Status::Ok();
 }
 
-Status Pair::Run(const nb::Plan& plan, nb::PlanResult* result) {
+Status Pair::Run(const nb::Plan& unscaled, nb::PlanResult* result) {
+  nb::Plan plan = unscaled;
+  plan.timeout_ms = ScaledMs(plan.timeout_ms);
   RR_CHECK(peer_.Send({{"cmd", "run"}, {"plan", plan.Mirror().ToJson()}}));
   nb::PlanResult local;
   Status s = nb::RunPlan(ep_->net(), plan, send_, recv_, &local);
@@ -101,7 +103,7 @@ Status Pair::Run(const nb::Plan& plan, nb::PlanResult* result) {
 
 Status Pair::CloseAll() {
   json r;
-  Status st = peer_.Call({{"cmd", "close"}}, &r, 30000);
+  Status st = peer_.Call({{"cmd", "close"}}, &r, ScaledMs(30000));
   for (void* c : send_)
     if (Status s = nb::FromNccl(ep_->net().CloseSend(c), "closeSend"); !s.ok()) st = s;
   for (void* c : recv_)

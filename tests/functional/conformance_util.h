@@ -31,6 +31,11 @@ namespace nb = rr::netbench;
 const std::string& PluginPath();
 const std::string& PeerExe();
 bool EchoPluginLog();  // --echo-plugin-log: both processes print the plugin's log lines
+// --time-scale N (default 1): every time bound of the harness (the per-case watchdog, plan timeouts,
+// waits on the peer) is N times longer, for slow hosts such as a QEMU TCG guest (ib_rxe_conformance).
+// The plugin's own bounds are its RERAIL_* settings, never scaled here.
+unsigned TimeScale();
+inline uint64_t ScaledMs(uint64_t ms) { return ms * TimeScale(); }
 
 // Failure cases run with short plugin bounds (RERAIL_GIVEUP_MS, RERAIL_CONNECT_TIMEOUT_MS) so they end
 // quickly; data-path cases keep the plugin's defaults, as a job would.
@@ -43,7 +48,7 @@ constexpr uint64_t kErrorBoundMs = kGiveupMs + kConnectTimeoutMs + 10000;
 // case is its own process under ctest, so the setting covers this case and its peer only.
 void UseShortFailureBounds();
 
-// Ends the process (with a message naming the case) when a case runs past `seconds`.
+// Ends the process (with a message naming the case) when a case runs past `seconds` x TimeScale().
 void ArmWatchdog(unsigned seconds);
 
 class Pair {

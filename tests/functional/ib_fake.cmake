@@ -93,11 +93,12 @@ set_tests_properties(ib_fake_verbs_wire_infiniband PROPERTIES LABELS functional 
 # The NCCL-proxy conformance suite (conformance.cmake) with RERAIL_TRANSPORT=ib over the fake: the test
 # process and its conformance_peer are two hosts of one fake fabric (FAKEVERBS_WIRE, a directory the
 # script makes per case), so every byte crosses between the processes' fake HCAs (fake_host.cc). Each
-# case runs in its own process; the script fails a case that did not run on the fake IB ports, and the
-# test if no process executed RDMA for another.
+# case runs in its own process (ib/ib_conformance.sh, shared with ib_rxe_conformance); the script fails a
+# case that did not run on the fake IB ports, and the test if no process executed RDMA for another.
 if(TARGET nccl-net-rerail)
   add_test(NAME ib_fake_conformance
-           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/fake_conformance.sh $<TARGET_FILE:conformance_test> $<TARGET_FILE:fakeverbs>)
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/ib_conformance.sh --ports fake0,fake1,fake2,fake3
+                   --fake $<TARGET_FILE:fakeverbs> $<TARGET_FILE:conformance_test>)
   set_tests_properties(ib_fake_conformance PROPERTIES LABELS functional TIMEOUT 1200)
   # The same processes with one of them losing its primary rail mid-stream (FAKEVERBS_FAULT_AT): port
   # down, black hole, ack-only loss; every byte still checked (ib/fake_conformance_faults.sh).

@@ -5,7 +5,8 @@
 # busybox or the kernel package are not available.
 # What runs over rxe: rerail's loader and IB discovery; its verbs objects (one guest, two rails); a
 # verbs-level failover between two guests; and the net plugin itself in IB mode between two guests,
-# driven by rerail-perf as two ranks, with and without a pulled rail (ib_rxe_pair_perf*).
+# driven by rerail-perf as two ranks, with and without a pulled rail (ib_rxe_pair_perf*); the whole
+# NCCL-proxy conformance suite in one guest (ib_rxe_conformance).
 add_test(NAME ib_rxe_discovery
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_discovery.sh ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
                  $<TARGET_FILE:rerail-info> $<TARGET_FILE:nccl-net-rerail> $<TARGET_FILE:nccl-tuner-rerail>
@@ -71,3 +72,16 @@ add_test(NAME ib_rxe_validate_ib
                  ${CMAKE_SOURCE_DIR} $<TARGET_FILE:rerail-perf> $<TARGET_FILE:rerail-info> $<TARGET_FILE:nccl-net-rerail>
                  $<TARGET_FILE:rr_sigchld_default_exec>)
 set_tests_properties(ib_rxe_validate_ib PROPERTIES LABELS rxe TIMEOUT 600 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# The NCCL-proxy conformance suite (conformance.cmake), all of it, over the real kernel verbs stack:
+# conformance_test and its conformance_peer in ONE guest, RERAIL_TRANSPORT=ib on rxe0,rxe1 (rxe's local
+# loopback between the two processes' QPs), every case in its own process and every plugin init on
+# exactly rxe0,rxe1 (ib/rxe_conformance.sh -> ib/ib_conformance.sh, shared with ib_fake_conformance);
+# rxe's sysfs packet counters must show traffic on both ports. RERAIL_IB_TIMEOUT=18,
+# RERAIL_STALL_MS=4000 and the harness's --time-scale 4 for TCG. ~6 min of one core.
+if(TARGET nccl-net-rerail)
+  add_test(NAME ib_rxe_conformance
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ib/rxe_conformance.sh ${CMAKE_SOURCE_DIR}/scripts/rxe-guest.sh
+                   $<TARGET_FILE:conformance_test> $<TARGET_FILE:conformance_peer> $<TARGET_FILE:nccl-net-rerail>)
+  set_tests_properties(ib_rxe_conformance PROPERTIES LABELS rxe TIMEOUT 1260 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+endif()

@@ -33,7 +33,7 @@ void IbRecvDriver::OnRailEvent(int rail, bool down) {
 }
 
 Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* answer) {
-  if (h.magic != kIbHelloMagic || h.version != 1 || h.link >= kMaxLinks || h.streams < 1 || h.streams > net::kMaxStreams ||
+  if (h.magic != kIbHelloMagic || h.version != kIbHelloVersion || h.link >= kMaxLinks || h.streams < 1 || h.streams > net::kMaxStreams ||
       h.peer_rail >= rails_.size() || h.chunk == 0 || h.chunk > kMaxChunk || h.conn_id != core_->conn_id()) {
     return Status::Remote("IB link handshake refused: bad hello");
   }
@@ -45,6 +45,7 @@ Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* ans
   Link& l = links_[h.link];
   if (l.ib && (l.rail != h.peer_rail || l.ib->streams() != h.streams || l.chunk != h.chunk)) l.ib.reset();
   l.up = false;
+  l.heard = false;
   l.out.clear();
   for (size_t i = 0; i < held_.size();) {
     if (held_[i].link == h.link) held_.erase(held_.begin() + static_cast<long>(i));
@@ -74,7 +75,7 @@ Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* ans
   }
   *answer = IbLinkHello{};
   answer->magic = kIbHelloMagic;
-  answer->version = 1;
+  answer->version = kIbHelloVersion;
   answer->link = h.link;
   answer->streams = h.streams;
   answer->conn_id = h.conn_id;
@@ -136,7 +137,7 @@ void IbRecvDriver::OnPeerClosed(uint64_t now, const std::string& why) {
 
 bool IbRecvDriver::Quiet() const {
   for (const Link& l : links_) {
-    if (l.up && (!l.out.empty() || l.ib->SendsPending())) return false;
+    if (l.up && l.heard && (!l.out.empty() || l.ib->SendsPending())) return false;  // unheard: nothing can go
   }
   return true;
 }
@@ -185,6 +186,7 @@ void IbRecvDriver::Progress(uint64_t now) {
     for (const IbLink::Event& ev : evs_) {
       if (!l.up) break;  // dropped meanwhile: the rest are flushes or stale
       if (ev.kind == IbLink::Event::kRecv) {
+        l.heard = true;
         OnRecv(now, static_cast<int>(i), ev);
         moved = true;
       } else if (ev.kind != IbLink::Event::kSendOk && ev.status != vx::kWcWrFlushErr) {
@@ -212,6 +214,7 @@ void IbRecvDriver::Progress(uint64_t now) {
 
 void IbRecvDriver::FlushOut(uint64_t now, int idx) {
   Link& l = links_[idx];
+  if (!l.heard) return;  // the sender's QPs may not take SENDs yet (Link::heard)
   if (l.up && l.ib->CreditDue() && l.ib->CreditRoom()) {  // our bounce receives re-posted (ib_wire.h)
     IbCredit c;
     l.ib->FillCredit(&c);

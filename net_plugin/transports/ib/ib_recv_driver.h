@@ -86,6 +86,11 @@ class IbRecvDriver {
     int rail = -1;
     uint32_t chunk = 0;
     bool up = false;
+    // A message of the sender arrived on this incarnation: its QPs are past RTR. Until then nothing is
+    // posted here (the sender connects its QPs when our answer reaches it; a SEND that arrives at a QP
+    // still in INIT is dropped and retried only after the ACK timeout, RETRY_EXC_ERR if the sender is
+    // slower than timeout x retries). The sender speaks first: a heartbeat as soon as it connected.
+    bool heard = false;
     std::deque<Out> out;  // CTS records and control frames, in order, for stream 0
   };
   struct RxBuf {

@@ -135,7 +135,7 @@ void IbSendDriver::Connect(uint64_t now, int idx, uint32_t epoch) {
   bool answered = false;
   if (st.ok()) {
     hello.magic = kIbHelloMagic;
-    hello.version = 1;
+    hello.version = kIbHelloVersion;
     hello.link = static_cast<uint8_t>(idx);
     hello.streams = static_cast<uint8_t>(cfg_.streams);
     hello.conn_id = core_->conn_id();
@@ -191,6 +191,10 @@ void IbSendDriver::Answered(uint64_t now, int idx, const IbLinkHello& answer) {
   l.peer_rail = answer.rail;
   l.up = true;
   ++stats_.connects;
+  // We speak first: the receiver posts nothing on a new link until a message of ours arrived there
+  // (our QPs are past RTR then, IbRecvDriver::Link::heard). A heartbeat (len 0: no action) does it.
+  l.fence[0].push_back(Frame{net::FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(core_->conn_id()),
+                             l.dial_epoch, 0, 0, 0});
   // Fence: notices of every link failed now go first on each stream of this one (see the header).
   for (size_t j = 0; j < links_.size(); ++j) {
     if (static_cast<int>(j) == idx || core_->usable(static_cast<int>(j)) || core_->epoch(static_cast<int>(j)) == 0) continue;

@@ -58,10 +58,13 @@ constexpr uint32_t kIbHelloMagic = 0x4c424952u;  // "RIBL"
 constexpr uint32_t kCtsMagic = 0x53544352u;      // "RCTS"
 constexpr int kCtsRails = 8;                     // receiver rails a CTS carries keys for
 constexpr uint32_t kCreditMagic = 0x52435252u;   // "RRCR"
+// 2: the sender speaks first on a new link (a heartbeat once its QPs are connected) and the receiver
+// posts nothing before it heard it; a version-1 peer (receiver sending at once) is refused.
+constexpr uint16_t kIbHelloVersion = 2;
 
 struct IbLinkHello {
   uint32_t magic;      // kIbHelloMagic
-  uint16_t version;    // 1
+  uint16_t version;    // kIbHelloVersion
   uint8_t link;        // link index within the connection
   uint8_t streams;     // QPs (1..kMaxStreams)
   uint64_t conn_id;

@@ -177,13 +177,28 @@ class IbDriver : public ::testing::Test, public IbDialer {
     *answered = true;
     return Counted(rd_->Accept(now, hello, answer));
   }
+  // late_answer_ms_: the receiver accepts a hello at once, its answer reaches the sender that much later.
   rr::Status Poll(uint64_t now, int link, IbLinkHello* answer, bool* answered) override {
     *answered = false;
     if (hold_) return rr::Status::Ok();  // the answer is late
+    for (auto it = answers_.begin(); it != answers_.end(); ++it) {
+      if (it->first.link != link) continue;
+      if (std::chrono::steady_clock::now() < it->second) return rr::Status::Ok();
+      *answer = it->first;
+      *answered = true;
+      answers_.erase(it);
+      return rr::Status::Ok();
+    }
     for (auto it = in_transit_.begin(); it != in_transit_.end(); ++it) {
       if (it->link != link) continue;
       IbLinkHello hello = *it;
       in_transit_.erase(it);
+      if (late_answer_ms_ > 0) {
+        IbLinkHello a{};
+        RR_CHECK(Counted(rd_->Accept(now, hello, &a)));
+        answers_.emplace_back(a, std::chrono::steady_clock::now() + std::chrono::milliseconds(late_answer_ms_));
+        return rr::Status::Ok();
+      }
       *answered = true;
       return Counted(rd_->Accept(now, hello, answer));
     }
@@ -328,6 +343,8 @@ class IbDriver : public ::testing::Test, public IbDialer {
   int refused_ = 0;  // handshakes the receiver refused, the last one's reason
   std::string refusal_;
   std::vector<IbLinkHello> in_transit_;
+  uint64_t late_answer_ms_ = 0;
+  std::vector<std::pair<IbLinkHello, std::chrono::steady_clock::time_point>> answers_;  // accepted, on their way back
   std::vector<Msg> msgs_;
   std::vector<uint8_t> src_, dst_;
 };
@@ -598,6 +615,32 @@ TEST_F(IbDriver, EightByteChunkIsNotACreditRecord) {
   Verify();
   EXPECT_GT(sd_->stats().staged, 0u);
   EXPECT_TRUE(sobs_.failovers.empty()) << sobs_.All();
+  EXPECT_TRUE(g_warns.empty()) << g_warns.front();
+}
+
+// The receiver's first SENDs on a new link (the CTS of receives already posted, acks, credits) wait
+// until the sender's QPs can take them: the sender moves its QPs to RTR only when the answer reaches it
+// (over the TCP bootstrap, at its next progress call), and a SEND that arrives at a QP still in INIT is
+// dropped and retried only after the ACK timeout (IB spec) -- RETRY_EXC_ERR on a brand-new link when
+// the sender takes longer than timeout x retries. Found over rxe (ib_rxe_conformance: completer retries
+// on a fresh rail-1 link). Here the answer reaches the sender 600 ms after the receiver accepted, more
+// than the 4 x 67 ms of timeout 14 / retry_cnt 3.
+TEST_F(IbDriver, ReceiverSendsNothingBeforeTheSenderIsReady) {
+  CoreConfig cfg;
+  cfg.eager_max = 16384;
+  deferred_ = true;
+  late_answer_ms_ = 600;
+  Start(cfg, 14);
+  Messages(kSizes);
+  ASSERT_TRUE(Run(10000)) << "not delivered: " << sobs_.All() << robs_.All();
+  // Both links up and quiet for another answer delay: a SEND of the receiver that went out too early
+  // would end in RETRY_EXC_ERR meanwhile.
+  ASSERT_TRUE(StepUntil(3000, [&] { return answers_.empty() && Healthy(0) && Healthy(1); })) << robs_.All();
+  StepUntil(600, [] { return false; });
+  Verify();
+  EXPECT_EQ(sd_->stats().connects, 2u);
+  EXPECT_EQ(rd_->stats().wc_errors, 0u);
+  EXPECT_TRUE(sobs_.failovers.empty() && robs_.failovers.empty()) << sobs_.All() << robs_.All();
   EXPECT_TRUE(g_warns.empty()) << g_warns.front();
 }
 
