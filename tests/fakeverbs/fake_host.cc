@@ -159,6 +159,7 @@ struct HostLink::Impl {
   bool running = false;
   std::atomic<bool> stop{false};
   std::thread thread;
+  Control* control = nullptr;  // FAKEVERBS_CONTROL, opened at the first Start, never closed
   std::map<int, std::unique_ptr<Conn>> conns;  // by id; closed only by the thread (or Stop after it)
   std::map<int, int> to_host;                  // host -> id of the outgoing connection
   int next_id = 0;
@@ -317,6 +318,9 @@ struct HostLink::Impl {
     h.length = read ? Total(op.sge) : bytes.size();
     h.payload = read ? 0 : bytes.size();
     Queue(c, h, bytes.data());
+    Device* d = DevOf(q);
+    d->tx_requests++;
+    d->tx_bytes += h.payload;
     g_sent++;
     g_moved++;
     TRACE("host %d qp %u -> host %d qp %u: op %d psn %u seq %llu len %llu\n", host, h.src_qpn, q->dest_host, h.dst_qpn,
@@ -449,6 +453,9 @@ struct HostLink::Impl {
       RecvCompletion(f, r, rv, vx::kWcSuccess, send ? vx::kWcRecv : vx::kWcRecvRdmaWithImm,
                      static_cast<uint32_t>(h.length), imm, h.imm, h.src_qpn);
     }
+    Device* d = DevOf(r);
+    d->rx_requests++;
+    d->rx_bytes += read ? 0 : h.length;
     g_served++;
     g_moved++;
     return kAnsAck;
@@ -506,7 +513,7 @@ struct HostLink::Impl {
   std::string fault_dev;
   int fault_kind = -1;  // 0 down, else a fakeverbs_fault
   uint64_t fault_after = 0;
-  bool fault_armed = false;  // read once, at the first Start (the devices exist by then)
+  bool fault_armed = false;  // FAKEVERBS_FAULT_AT and FAKEVERBS_CONTROL: read once, at the first Start
 
   void ArmFault() {
     const char* v = getenv("FAKEVERBS_FAULT_AT");
@@ -529,8 +536,7 @@ struct HostLink::Impl {
     if (fault_kind < 0 || g_moved.load() < fault_after) return;
     Device* d = f.FindDevice(fault_dev.c_str());
     if (fault_kind == 0) {
-      d->port.state = vx::kPortDown;
-      f.PostEvent(d, vx::kEventPortErr, nullptr);
+      f.SetPortState(d, false);
     } else {
       d->port.fault = fault_kind;
     }
@@ -616,6 +622,7 @@ struct HostLink::Impl {
         std::lock_guard<std::mutex> g(f.mu);
         pf.push_back(pollfd{wake_fd, POLLIN, 0});
         pf.push_back(pollfd{listen_fd, POLLIN, 0});
+        pf.push_back(pollfd{control ? control->fd() : -1, POLLIN, 0});  // fd -1: ignored by poll
         for (auto& [id, c] : conns) {
           pf.push_back(pollfd{c->fd, static_cast<short>(POLLIN | (Pending(c.get()) ? POLLOUT : 0)), 0});
           ids.push_back(id);
@@ -630,11 +637,12 @@ struct HostLink::Impl {
         (void)r;
       }
       if (pf[1].revents & POLLIN) Accept();
+      if (pf[2].revents & POLLIN) control->OnReadable();
       for (size_t i = 0; i < ids.size(); ++i) {
         auto it = conns.find(ids[i]);
         if (it == conns.end()) continue;
         Conn* c = it->second.get();
-        short ev = pf[i + 2].revents;
+        short ev = pf[i + 3].revents;
         if (ev & (POLLIN | POLLHUP | POLLERR)) ReadFrom(c);
         if (ev & POLLOUT) TryWrite(c);
       }
@@ -712,7 +720,7 @@ void HostLink::Start() {
     fprintf(stderr, "fakeverbs: host %d cannot listen on %s: %s\n", m.host, a.sun_path, strerror(errno));
     abort();
   }
-  if (!m.fault_armed) m.ArmFault(), m.fault_armed = true;
+  if (!m.fault_armed) m.ArmFault(), m.control = Control::Open(m.f, m.host), m.fault_armed = true;
   m.stop = false;
   m.running = true;
   {

@@ -11,7 +11,8 @@
 //     fabric (same devices, per-host addresses; fake_host.cc): WRs towards another host's device go to
 //     that process, whose thread executes them without waiting for its application to poll; the
 //     faults below act on this process's ports and the traffic touching them (FAKEVERBS_FAULT_AT arms
-//     one in another process: see README.md). Devices (env, read once at first use): FAKEVERBS_DEVICES = number of devices fake0..fakeN-1
+//     one in another process; FAKEVERBS_CONTROL=<fifo> lets a script command them in a running process,
+//     same semantics: see README.md and fake_fabric.h's Control). Devices (env, read once at first use): FAKEVERBS_DEVICES = number of devices fake0..fakeN-1
 //     (default 2, one port each); FAKEVERBS_LINK_LAYER = roce (default) | ib; FAKEVERBS_PORT_DOWN =
 //     "fake1:1,fake0:1" ports that start down; FAKEVERBS_BURST = WRs each QP executes per progress step
 //     (default 4).

@@ -1,7 +1,9 @@
 // One simulated host for the net plugin fault tests: loads libnccl-net-rerail.so, listens, prints its
 // handle, reads the peer's handle from stdin, connects both ways, then streams verified messages in
 // both directions (window 8 each way, as NCCL's proxy) for a given time and ends each direction with
-// a 0-byte message. Prints one RESULT line. Run inside a host namespace by test_net_faults.
+// a 0-byte message. Buffers are registered (regMr) as NCCL does, so it runs over RERAIL_TRANSPORT=ib too.
+// Prints one RESULT line. Run inside a host namespace by test_net_faults, and over the fake verbs by
+// tests/faults/ib_fake_faults.sh.
 //
 //   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
 // Env FAULT_PEER_PAUSE=AT_MS:LEN_MS: at AT_MS the peer stops calling the plugin for LEN_MS (NCCL
@@ -72,7 +74,7 @@ void PrintResult(const Stats& st, double rate_mbps) {
 
 // One message through the plugin: post it (retrying a NULL request), then test it until done or
 // `end`. *size: the received size.
-rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uint64_t>* buf, size_t bytes,
+rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uint64_t>* buf, void* mh, size_t bytes,
                           const rr::Deadline& end, bool* done, int* size) {
   void* q = nullptr;
   rrNcclResult_t r = rrNcclSuccess;
@@ -80,8 +82,7 @@ rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uin
   size_t cap = buf->size() * 8;
   int tag = 0, d = 0;
   while (q == nullptr && r == rrNcclSuccess && !end.Expired()) {
-    r = sender ? p->Isend(comm, data, bytes, 0, nullptr, nullptr, &q)
-               : p->Irecv(comm, 1, &data, &cap, &tag, nullptr, nullptr, &q);
+    r = sender ? p->Isend(comm, data, bytes, 0, mh, nullptr, &q) : p->Irecv(comm, 1, &data, &cap, &tag, &mh, nullptr, &q);
   }
   while (r == rrNcclSuccess && q != nullptr && !d && !end.Expired()) {
     r = p->Test(q, &d, size);
@@ -96,12 +97,15 @@ rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uin
 // is connected and accepted on both sides whatever the machine's load.
 int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration_ms, size_t bytes) {
   std::vector<uint64_t> buf(bytes / 8);
+  void* mh = nullptr;  // NCCL registers every buffer (IB needs it; TCP accepts it)
+  if (p->RegMr(sender ? sc : rc, buf.data(), bytes, RR_NCCL_PTR_HOST, &mh) != rrNcclSuccess)
+    return fprintf(stderr, "regMr failed\n"), 3;
   rr::Deadline setup = rr::Deadline::AfterMs(10000), warm = rr::Deadline::AfterMs(400);
   for (bool last = false; !last;) {
     bool done = false;
     int size = -1;
     last = sender && warm.Expired();
-    if (OneMessage(p, sender ? sc : rc, sender, &buf, last ? 0 : bytes, setup, &done, &size) != rrNcclSuccess || !done) {
+    if (OneMessage(p, sender ? sc : rc, sender, &buf, mh, last ? 0 : bytes, setup, &done, &size) != rrNcclSuccess || !done) {
       return fprintf(stderr, "warm-up message failed\n"), 3;
     }
     if (!sender) last = size == 0;
@@ -117,7 +121,7 @@ int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration
   if (sender) Fill(buf.data(), buf.size(), 0);
   bool done = false;
   int size = -1;
-  rrNcclResult_t r = OneMessage(p, sender ? sc : rc, sender, &buf, bytes, end, &done, &size);
+  rrNcclResult_t r = OneMessage(p, sender ? sc : rc, sender, &buf, mh, bytes, end, &done, &size);
   if (r != rrNcclSuccess) st.err = r, st.err_after_ms = rr::NowMs() - t0;
   st.hang = r == rrNcclSuccess && !done;
   if (done && sender) st.sent = 1;
@@ -129,6 +133,7 @@ int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration
   }
   PrintResult(st, 0);
   while (!end.Expired()) usleep(10000);  // the receiver stays silent; the sender waits for it to end
+  p->DeregMr(sender ? sc : rc, mh);
   return st.err ? 4 : (st.hang ? 5 : (st.bad ? 6 : 0));
 }
 
@@ -172,6 +177,14 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::vector<uint64_t>> sbuf(kWindow, std::vector<uint64_t>(base / 8)), rbuf = sbuf;
+  // Registered as NCCL does (RERAIL_TRANSPORT=ib needs it; TCP accepts it).
+  void* smh[kWindow] = {};
+  void* rmh[kWindow] = {};
+  for (int k = 0; k < kWindow; ++k) {
+    if (p->RegMr(sc, sbuf[k].data(), base, RR_NCCL_PTR_HOST, &smh[k]) != rrNcclSuccess ||
+        p->RegMr(rc, rbuf[k].data(), base, RR_NCCL_PTR_HOST, &rmh[k]) != rrNcclSuccess)
+      return fprintf(stderr, "regMr failed\n"), 3;
+  }
   void* sreq[kWindow] = {};
   void* rreq[kWindow] = {};
   uint64_t rseq[kWindow] = {};
@@ -198,7 +211,7 @@ int main(int argc, char** argv) {
       size_t sz = stop_sending ? 0 : MsgSize(next_send, base);
       if (sz) Fill(sbuf[ks].data(), sz / 8, next_send);
       void* q = nullptr;
-      rrNcclResult_t r = p->Isend(sc, sbuf[ks].data(), sz, 0, nullptr, nullptr, &q);
+      rrNcclResult_t r = p->Isend(sc, sbuf[ks].data(), sz, 0, smh[ks], nullptr, &q);
       if (r != rrNcclSuccess) { st.err = r; break; }
       if (q) sreq[ks] = q, ++next_send, term_posted = (sz == 0), idle = false;
     }
@@ -222,7 +235,7 @@ int main(int argc, char** argv) {
       size_t cap = base;
       int tag = 0;
       void* q = nullptr;
-      rrNcclResult_t r = p->Irecv(rc, 1, &data, &cap, &tag, nullptr, nullptr, &q);
+      rrNcclResult_t r = p->Irecv(rc, 1, &data, &cap, &tag, &rmh[kr], nullptr, &q);
       if (r != rrNcclSuccess) { st.err = r; break; }
       if (q) rreq[kr] = q, rseq[kr] = next_post++, idle = false;
     }
@@ -269,6 +282,7 @@ int main(int argc, char** argv) {
       usleep(1000);
     }
   }
+  for (int k = 0; k < kWindow; ++k) p->DeregMr(sc, smh[k]), p->DeregMr(rc, rmh[k]);
   p->CloseSend(sc);
   p->CloseRecv(rc);
   p->Finalize(ctx);
