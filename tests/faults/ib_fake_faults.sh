@@ -39,7 +39,8 @@ trap cleanup EXIT
 
 now_ms() { date +%s%3N; }
 
-# start_peers SCENARIO DURATION_MS ENV...: both peers streaming; sets work, t0.
+# start_peers SCENARIO DURATION_MS ENV...: both peers streaming; sets work, t0. Globals: msg (bytes per
+# message, default 256 KiB), env0 / env1 (more environment for host 0 / 1 only).
 start_peers() {
   local name=$1 dur=$2 h
   shift 2
@@ -49,9 +50,11 @@ start_peers() {
   for h in 0 1; do
     mkfifo "$work/in$h" "$work/ctl$h"
     # A peer that ends neither by itself nor by its own hang check (FAULT_PEER_HANG_MS) is killed.
+    # shellcheck disable=SC2046  # env0 / env1: several words
     env NCCL_DEBUG=INFO RERAIL_TRANSPORT=ib RERAIL_IB_LIB="$fv" FAKEVERBS_DEVICES=2 FAKEVERBS_WIRE="$work/wire" \
       FAKEVERBS_CONTROL="$work/ctl$h" RERAIL_TCP_IFNAME=lo RERAIL_BOARD=0 FAULT_PEER_HANG_MS=15000 "$@" \
-      timeout -s KILL $((dur / 1000 + 40)) "$peer" "$so" "$dur" $((256 * 1024)) \
+      $([ $h = 0 ] && echo "${env0:-}" || echo "${env1:-}") \
+      timeout -s KILL $((dur / 1000 + 40)) "$peer" "$so" "$dur" "${msg:-$((256 * 1024))}" \
       <"$work/in$h" >"$work/out$h" 2>"$work/log$h" &
     pids+=($!)
   done
@@ -98,7 +101,7 @@ counter() {
 field() { sed -n "s/.* $2=\([0-9.]*\).*/\1/p" <<<"$1"; }
 mb() { local b; b=$(field "$1" bytes); echo $((${b:-0} / 1000000)); }
 
-# finish_peers: waits for both peers; sets r0 r1 (RESULT lines) e0 e1 (exit codes) and why (what failed).
+# finish_peers: waits for both peers (their init must have offered ports[h], default both fake ports); sets r0 r1 (RESULT lines) e0 e1 (exit codes) and why (what failed).
 finish_peers() {
   wait "${pids[0]}"; e0=$?
   wait "${pids[1]}"; e1=$?
@@ -115,7 +118,7 @@ finish_peers() {
     [ "$(field "$r" bad)" = 0 ] || why+=" host$h bad=$(field "$r" bad);"
     [ "$(field "$r" hang)" = 0 ] || why+=" host$h hang=$(field "$r" hang);"
     grep -q "host [0-9]* of fabric" "$work/log$h" || why+=" host$h did not join the fake fabric;"
-    grep -q "NET/rerail : rerail .* transports: ib(fake0,fake1)" "$work/log$h" || why+=" host$h did not offer the 2 fake IB ports;"
+    grep -qF "transports: ib(${ports[$h]})" "$work/log$h" || why+=" host$h did not offer ib(${ports[$h]});"
   done
 }
 
@@ -246,13 +249,118 @@ run_heal() {
   heal_figures="landed while faulted $((down1 - down0)) B, 4 MiB on healed fake0 after $took0/$took1 ms"
 }
 
+# ---- more of test_net_faults' cases, and the failure class only IB has -------------------------------
+
+# Ack-only loss at host 0's fake0 from 1.0 s: the data lands, the acks never come back (RETRY_EXC_ERR
+# on host 1's side, or the stall watchdog); the re-sent chunks of completed messages must be dropped.
+run_ackloss() {
+  start_peers ackloss 3500 RERAIL_STALL_MS=300
+  at 1000; ctl 0 "ackloss fake0" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 1 "$FAILOVER0" "failover of fake0 (the peer's acks lost)"
+}
+
+# A black hole while the receivers post one receive at a time (NCCL re-posts a slot only once the GPU
+# consumed it): the re-sent chunks must not queue behind chunks of messages not yet posted.
+run_lagging() {
+  msg=$((1 << 20)) start_peers lagging 3500 RERAIL_STALL_MS=300 FAULT_PEER_RECV_AHEAD=1
+  at 1000; ctl 0 "blackhole fake0" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 0 "$FAILOVER0" "failover of fake0 (black hole)"
+}
+
+# Small eager messages (complete before the ack, re-sent from rerail's copy) with the port going down,
+# and with a black hole and a lagging receiver (the stash takes re-sent duplicates).
+run_eager() {
+  msg=4096 start_peers eager 3000 RERAIL_EAGER_MAX=16384 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  at 1000; ctl 0 "down fake0" >/dev/null
+  at 2000; ctl 0 "up fake0" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 0 "$FAILOVER0" "failover of fake0 (port down)"
+}
+run_eagerlag() {
+  msg=8192 start_peers eagerlag 3500 RERAIL_EAGER_MAX=16384 RERAIL_STALL_MS=300 FAULT_PEER_RECV_AHEAD=1
+  at 1000; ctl 0 "blackhole fake0" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 0 "$FAILOVER0" "failover of fake0 (black hole)"
+}
+
+# Striping over both rails (RERAIL_POLICY=stripe) while fake1 flaps on host 1 every 200 ms for 5 s.
+run_stripeflap() {
+  start_peers stripeflap 6500 RERAIL_POLICY=stripe RERAIL_FAILBACK_MIN_MS=20 RERAIL_FAILBACK_MAX_MS=100
+  local k
+  for ((k = 0; k < 25; k++)); do
+    at $((1000 + 200 * k))
+    if ((k % 2 == 0)); then ctl 1 "down fake1" >/dev/null; else ctl 1 "up fake1" >/dev/null; fi
+  done
+  ctl 1 "up fake1" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 1 'ib fake1 to peer rail 1 failed \(.*\): re-sending' "failover of fake1"
+}
+
+# fake0 of host 0 is down from the start (FAKEVERBS_PORT_DOWN): the plugin offers fake1 only there, the
+# comm comes up on what works and streams.
+run_connectdown() {
+  ports[0]=fake1
+  env0="FAKEVERBS_PORT_DOWN=fake0:1" start_peers connectdown 2000
+  finish_peers
+  expect_clean
+}
+
+# Each peer stops calling the plugin for 2 s, at different times: not a rail fault, no link may fail.
+run_pause() {
+  env0="FAULT_PEER_PAUSE=700:2000" env1="FAULT_PEER_PAUSE=1500:2000" \
+    start_peers pause 4000 RERAIL_STALL_MS=200 RERAIL_HEARTBEAT_MS=50
+  finish_peers
+  expect_clean
+  local h
+  for h in 0 1; do
+    # (the connection-level "closed the connection with a receive pending" at close is not a link: the
+    # peers leave receives posted after the last message, and the first to close ends the other's)
+    ! grep "failed (" "$work/log$h" | grep -qv "closed the connection with a receive pending" ||
+      why+=" host$h: a link was failed while the peer only paused;"
+  done
+  [ "$(field "$r0" maxgap_ms)" -ge 1500 ] 2>/dev/null || why+=" host0's pause did not stop the stream;"
+}
+
+# 20 s of random faults (down, black hole, ack loss, heal) every 0.3-1 s on a random host and rail,
+# never both rails of a pair at once; everything heals before the end.
+run_soak() {
+  start_peers soak 22000 RERAIL_STALL_MS=300 RERAIL_FAILBACK_MIN_MS=20 RERAIL_FAILBACK_MAX_MS=300
+  local t=500 broken="" h r
+  RANDOM=${IB_FAKE_FAULTS_SEED:-$$}
+  echo "seed ${IB_FAKE_FAULTS_SEED:-$$}" >>"$work/sched"
+  while [ $t -lt 19000 ]; do
+    t=$((t + 300 + RANDOM % 700))
+    at $t
+    if [ -n "$broken" ]; then
+      ctl "${broken% *}" "heal fake${broken#* }" >/dev/null
+      broken=""
+      continue
+    fi
+    h=$((RANDOM % 2)) r=$((RANDOM % 2))
+    ctl $h "$(printf '%s\n' down blackhole ackloss | sed -n "$((RANDOM % 3 + 1))p") fake$r" >/dev/null
+    broken="$h $r"
+  done
+  [ -z "$broken" ] || ctl "${broken% *}" "heal fake${broken#* }" >/dev/null
+  finish_peers
+  expect_clean
+}
+
 failed=0
 echo "# ib_fake_faults: 2 hosts x 2 fake ports (FAKEVERBS_WIRE), RERAIL_TRANSPORT=ib, 256 KiB messages both ways"
 echo "# figures host0/host1: msgs sent/received per direction, MB received, longest gap between receives"
 for sc in "${scenarios[@]}"; do
   start=$(now_ms) heal_figures=""
   case $sc in
-    down | blackhole | flap | alldown | heal) "run_$sc" ;;
+    down | blackhole | flap | alldown | heal | ackloss | lagging | eager | eagerlag | stripeflap | connectdown | pause | soak)
+      env0="" env1="" msg="" ports=("fake0,fake1" "fake0,fake1")
+      "run_$sc" ;;
     *) echo "ib_fake_faults: unknown scenario $sc" >&2; exit 2 ;;
   esac
   verdict "$sc" "$start" "$(seen)${heal_figures:+, $heal_figures}"
