@@ -81,12 +81,14 @@ std::string Control::Apply(const std::string& line) {
     return out.str();
   }
   Device* d = f_.FindDevice(name.c_str());
-  if (!d || !extra.empty()) return "error: want down|up|blackhole|ackloss|heal <device> or stats";
+  if (!d || !extra.empty()) return "error: want down|up|blackhole|ackloss|txloss|heal <device> or stats";
   if (cmd == "down" || cmd == "up") {
     return f_.SetPortState(d, cmd == "up") ? (cmd == "up" ? "ok (PORT_ACTIVE)" : "ok (PORT_ERR)") : "ok (no change)";
   }
-  if (cmd == "blackhole" || cmd == "ackloss") {
-    d->port.fault = cmd == "blackhole" ? FAKEVERBS_FAULT_DROP_DATA : FAKEVERBS_FAULT_DROP_ACKS;
+  if (cmd == "blackhole" || cmd == "ackloss" || cmd == "txloss") {
+    d->port.fault = cmd == "blackhole" ? FAKEVERBS_FAULT_DROP_DATA
+                    : cmd == "ackloss" ? FAKEVERBS_FAULT_DROP_ACKS
+                                       : FAKEVERBS_FAULT_DROP_OUT;
     return "ok";
   }
   if (cmd == "heal") {

@@ -241,7 +241,7 @@ class HostLink {
 // reads it and applies each complete line (mu held), and appends "<line> -> <outcome>" to
 // <path>.applied, so a script knows when a command took effect. Commands (one per line):
 //   down <dev> | up <dev>          port down / up, with PORT_ERR / PORT_ACTIVE (fakeverbs_set_port_state)
-//   blackhole <dev> | ackloss <dev>   the port's fault (fakeverbs_set_fault)
+//   blackhole <dev> | ackloss <dev> | txloss <dev>   the port's fault (fakeverbs_set_fault)
 //   heal <dev>                     no fault, port up (PORT_ACTIVE if it was down)
 //   stats                          the per-device counters of traffic with other hosts, on one line
 class Control {

@@ -23,7 +23,8 @@
 // SEND length; then the bytes land, the receive completes after them, and the answer goes back.
 //
 // Faults of this process's ports apply to traffic touching them: black hole drops requests and answers
-// in both directions, ack-only loss drops answers (the data lands), a down port answers nothing. A peer
+// in both directions, ack-only loss drops answers (the data lands), one-way loss drops the requests
+// this port sends (it still executes and answers others'), a down port answers nothing. A peer
 // that died (EOF) is unreachable: its WRs end in RETRY_EXC_ERR.
 #include <fcntl.h>
 #include <poll.h>
@@ -346,7 +347,8 @@ struct HostLink::Impl {
       if (op.sent_at == Clock::time_point{}) op.first_try = now;
       op.sent_at = now;
       q->emitted++;
-      if (ld->port.fault == FAKEVERBS_FAULT_DROP_DATA) continue;  // black hole: it leaves and is lost
+      // Black hole or one-way loss out of this port: it leaves and is lost.
+      if (ld->port.fault == FAKEVERBS_FAULT_DROP_DATA || ld->port.fault == FAKEVERBS_FAULT_DROP_OUT) continue;
       if (c == nullptr || c->dead) c = ConnTo(q->dest_host);
       if (c == nullptr) continue;  // nobody at that host: lost, the retry clock runs
       SendRequest(c, q, op, bytes);

@@ -633,7 +633,7 @@ __attribute__((visibility("default"))) int fakeverbs_set_fault(const char* dev, 
   Fabric& f = Fabric::Get();
   std::lock_guard<std::mutex> g(f.mu);
   Device* d = f.FindDevice(dev);
-  if (!d || port != 1 || fault < 0 || fault > FAKEVERBS_FAULT_DROP_ACKS) return -1;
+  if (!d || port != 1 || fault < 0 || fault > FAKEVERBS_FAULT_DROP_OUT) return -1;
   d->port.fault = fault;
   return 0;
 }

@@ -33,6 +33,8 @@ enum fakeverbs_fault {
   FAKEVERBS_FAULT_DROP_DATA = 1,  // black hole: nothing arrives, the sender ends in RETRY_EXC_ERR
   FAKEVERBS_FAULT_DROP_ACKS = 2,  // data lands (and the receiver completes) but the sender's acks are
                                   // lost: the sender ends in RETRY_EXC_ERR all the same
+  FAKEVERBS_FAULT_DROP_OUT = 3,   // one-way: the requests this port sends are lost (its WRs end in
+                                  // RETRY_EXC_ERR), the requests it receives land and are answered
 };
 
 // Takes a port down (up = 0) or up: the port's state changes, every open context of the device gets

@@ -27,7 +27,8 @@ set -uo pipefail
 peer=$1 so=$2 fv=$3
 shift 3
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(down blackhole flap alldown heal)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(down blackhole flap alldown heal ackloss txloss txlossall lagging eager eagerlag
+  stripeflap connectdown pause peerkill)  # and soak (ctest ib_fake_faults_soak), by name
 top=$(mktemp -d /tmp/rribf.XXXXXX)
 pids=()
 cleanup() {
@@ -44,7 +45,8 @@ now_ms() { date +%s%3N; }
 start_peers() {
   local name=$1 dur=$2 h
   shift 2
-  work=$top/$name
+  runs=$((${runs:-0} + 1))
+  work=$top/$runs-$name
   mkdir -p "$work/wire"
   pids=()
   for h in 0 1; do
@@ -103,8 +105,8 @@ mb() { local b; b=$(field "$1" bytes); echo $((${b:-0} / 1000000)); }
 
 # finish_peers: waits for both peers (their init must have offered ports[h], default both fake ports); sets r0 r1 (RESULT lines) e0 e1 (exit codes) and why (what failed).
 finish_peers() {
-  wait "${pids[0]}"; e0=$?
-  wait "${pids[1]}"; e1=$?
+  { wait "${pids[0]}"; e0=$?; } 2>/dev/null  # no "Killed" line from the shell for peerkill's victim
+  { wait "${pids[1]}"; e1=$?; } 2>/dev/null
   pids=()
   exec 5>&- 6>&-
   r0=$(grep RESULT "$work/out0") r1=$(grep RESULT "$work/out1")
@@ -115,7 +117,7 @@ finish_peers() {
   local h r
   for h in 0 1; do
     r=$([ $h = 0 ] && echo "$r0" || echo "$r1")
-    [ "$(field "$r" bad)" = 0 ] || why+=" host$h bad=$(field "$r" bad);"
+    [ "$(field "$r" bad)" = 0 ] || why+=" host$h bad=$(field "$r" bad) (late writes $(field "$r" late));"
     [ "$(field "$r" hang)" = 0 ] || why+=" host$h hang=$(field "$r" hang);"
     grep -q "host [0-9]* of fabric" "$work/log$h" || why+=" host$h did not join the fake fabric;"
     grep -qF "transports: ib(${ports[$h]})" "$work/log$h" || why+=" host$h did not offer ib(${ports[$h]});"
@@ -261,6 +263,33 @@ run_ackloss() {
   expect_log 1 "$FAILOVER0" "failover of fake0 (the peer's acks lost)"
 }
 
+# "Data landed, ack lost" at rerail's level: host 1's fake0 loses what it sends (one-way), so host 0's
+# chunks land there and are RC-acknowledged but host 1's acks on that link never arrive; host 0's stall
+# watchdog (or host 1's link-down notice) re-sends chunks of messages host 1 already completed. Receivers
+# post one receive at a time, so a completed buffer stays the application's while the rest stream: a
+# re-sent chunk written into it (late=) is a lost-ownership bug, not a retransmission.
+run_txloss() {
+  start_peers txloss 3500 RERAIL_STALL_MS=300 FAULT_PEER_RECV_AHEAD=1
+  at 1000; ctl 1 "txloss fake0" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 0 "$FAILOVER0" "failover of fake0 (its acks lost on the way back)"
+  expect_log 1 "$FAILOVER0" "failover of fake0 (what it sends is lost)"
+}
+
+# The same on both rails for 0.8 s, then healed: no ack of host 1 reaches host 0 at all (rerail sends
+# each ack on two links), so host 0 re-sends every unacknowledged chunk, of messages host 1 completed
+# among them, on links that fail in turn; after the heal the links come back and the stream completes.
+run_txlossall() {
+  start_peers txlossall 4000 RERAIL_STALL_MS=300 FAULT_PEER_RECV_AHEAD=1 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  at 1000; ctl 1 "txloss fake0" >/dev/null; ctl 1 "txloss fake1" >/dev/null
+  at 1800; ctl 1 "heal fake0" >/dev/null; ctl 1 "heal fake1" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 0 "$FAILOVER0" "failover of fake0 (no ack came back)"
+  expect_log 0 "$FAILBACK0" "failback of fake0 after the heal"
+}
+
 # A black hole while the receivers post one receive at a time (NCCL re-posts a slot only once the GPU
 # consumed it): the re-sent chunks must not queue behind chunks of messages not yet posted.
 run_lagging() {
@@ -328,6 +357,27 @@ run_pause() {
   [ "$(field "$r0" maxgap_ms)" -ge 1500 ] 2>/dev/null || why+=" host0's pause did not stop the stream;"
 }
 
+# Host 1 is killed (every rail and the bootstrap stream close at once; its fake HCA answers nothing):
+# host 0's test() must fail with ncclRemoteError long before RERAIL_GIVEUP_MS (60 s).
+run_peerkill() {
+  start_peers peerkill 20000 RERAIL_GIVEUP_MS=60000
+  at 1000
+  kill -9 "$(pgrep -P "${pids[1]}" -x net_fault_peer || echo "${pids[1]}")" 2>/dev/null
+  local killed
+  killed=$(now_ms)
+  { wait "${pids[0]}"; } 2>/dev/null
+  local waited=$(($(now_ms) - killed))
+  finish_peers
+  why=""  # host 1 printed nothing (killed); host 0 alone is judged
+  [ -n "$r0" ] || why+=" host0 printed no RESULT;"
+  [ "$(field "$r0" bad)" = 0 ] || why+=" host0 bad=$(field "$r0" bad);"
+  [ "$(field "$r0" hang)" = 0 ] || why+=" host0 hang=$(field "$r0" hang);"
+  [ "$(field "$r0" err)" = 6 ] || why+=" host0 err=$(field "$r0" err) (want 6, ncclRemoteError);"
+  [ "$e0" = 4 ] || why+=" host0 exit $e0 (want 4: error);"
+  [ $waited -lt 10000 ] || why+=" host0 took $waited ms to fail;"
+  kill_figures="host0 failed $waited ms after the kill"
+}
+
 # 20 s of random faults (down, black hole, ack loss, heal) every 0.3-1 s on a random host and rail,
 # never both rails of a pair at once; everything heals before the end.
 run_soak() {
@@ -356,14 +406,15 @@ failed=0
 echo "# ib_fake_faults: 2 hosts x 2 fake ports (FAKEVERBS_WIRE), RERAIL_TRANSPORT=ib, 256 KiB messages both ways"
 echo "# figures host0/host1: msgs sent/received per direction, MB received, longest gap between receives"
 for sc in "${scenarios[@]}"; do
-  start=$(now_ms) heal_figures=""
+  start=$(now_ms) heal_figures="" kill_figures=""
   case $sc in
-    down | blackhole | flap | alldown | heal | ackloss | lagging | eager | eagerlag | stripeflap | connectdown | pause | soak)
+    down | blackhole | flap | alldown | heal | ackloss | txloss | txlossall | lagging | eager | eagerlag | stripeflap | connectdown | pause | \
+      peerkill | soak)
       env0="" env1="" msg="" ports=("fake0,fake1" "fake0,fake1")
       "run_$sc" ;;
     *) echo "ib_fake_faults: unknown scenario $sc" >&2; exit 2 ;;
   esac
-  verdict "$sc" "$start" "$(seen)${heal_figures:+, $heal_figures}"
+  verdict "$sc" "$start" "$(seen)${heal_figures:+, $heal_figures}${kill_figures:+, $kill_figures}"
 done
 [ $failed -eq 0 ] || { echo "ib_fake_faults: $failed scenario(s) FAILED"; exit 1; }
 echo "ib_fake_faults ok"

@@ -6,6 +6,8 @@
 // tests/faults/ib_fake_faults.sh.
 //
 //   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
+// A completed receive buffer is checked again just before it is re-posted (and 200 ms after the end):
+// a change meanwhile is a late write into memory NCCL owns again (late=, also counted in bad).
 // Env FAULT_PEER_PAUSE=AT_MS:LEN_MS: at AT_MS the peer stops calling the plugin for LEN_MS (NCCL
 // leaving a comm unpolled), then carries on.
 // Env FAULT_PEER_HANG_MS=N: the run counts as hung (hang=1) when not finished N ms after its duration.
@@ -56,6 +58,7 @@ bool Unhex(const std::string& s, unsigned char* out, size_t n) {
 
 struct Stats {
   uint64_t sent = 0, recv = 0, bytes = 0, bad = 0;
+  uint64_t late = 0;  // completed buffers changed before the peer re-posted them (also counted in bad)
   double max_gap_ms = 0;
   uint64_t max_gap_end_unix_ms = 0;  // when the longest gap ended (wall clock: scripts match it to their faults)
   int err = 0;
@@ -66,9 +69,9 @@ struct Stats {
 // The one line the test parses.
 void PrintResult(const Stats& st, double rate_mbps) {
   printf("RESULT sent=%" PRIu64 " recv=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64 " maxgap_ms=%.0f err=%d err_after_ms=%" PRIu64
-         " hang=%d rate_mbps=%.0f maxgap_end_unix_ms=%" PRIu64 "\n",
+         " hang=%d rate_mbps=%.0f maxgap_end_unix_ms=%" PRIu64 " late=%" PRIu64 "\n",
          st.sent, st.recv, st.bytes, st.bad, st.max_gap_ms, st.err, st.err_after_ms, st.hang ? 1 : 0, rate_mbps,
-         st.max_gap_end_unix_ms);
+         st.max_gap_end_unix_ms, st.late);
   fflush(stdout);
 }
 
@@ -189,6 +192,21 @@ int main(int argc, char** argv) {
   void* rreq[kWindow] = {};
   uint64_t rseq[kWindow] = {};
   Stats st;
+  // The message a slot last completed (+1; 0: none). Until the slot is posted again the buffer is the
+  // application's (NCCL's GPU consumes it): a write landing in it then is a late write of the plugin.
+  uint64_t rdone[kWindow] = {};
+  auto late_check = [&](int k) {
+    if (!rdone[k]) return;
+    uint64_t m = rdone[k] - 1;
+    size_t sz = MsgSize(m, base);
+    std::vector<uint64_t> want(sz / 8);
+    Fill(want.data(), want.size(), m);
+    if (memcmp(want.data(), rbuf[k].data(), sz) != 0) {
+      if (!st.late) fprintf(stderr, "net_fault_peer: message %" PRIu64 "'s buffer changed after it completed (late write)\n", m);
+      ++st.late, ++st.bad;
+    }
+    rdone[k] = 0;
+  };
   uint64_t next_send = 0, next_post = 0;
   bool send_done = false, recv_done = false, term_posted = false;
   uint64_t t0 = rr::NowMs(), last_recv = 0, first_recv = 0, first_err = 0;
@@ -231,6 +249,7 @@ int main(int argc, char** argv) {
     // receive side
     int kr = static_cast<int>(next_post % kWindow);
     if (!recv_done && rreq[kr] == nullptr && next_post - st.recv < recv_ahead) {
+      late_check(kr);
       void* data = rbuf[kr].data();
       size_t cap = base;
       int tag = 0;
@@ -268,12 +287,17 @@ int main(int argc, char** argv) {
           }
           st.bytes += size;
           ++st.recv;
+          rdone[ko] = rseq[ko] + 1;
         }
       }
     }
     if (idle) sched_yield();
   }
   if (st.err) first_err = rr::NowMs(), st.err_after_ms = first_err - t0;
+  if (!st.err && !st.hang) {  // the last buffers stay the application's: nothing may land in them late
+    usleep(200000);
+    for (int k = 0; k < kWindow; ++k) late_check(k);
+  }
   PrintResult(st, last_recv > first_recv ? st.bytes * 8.0 / ((last_recv - first_recv) * 1e3) : 0.0);
   // Let the peer finish reading our terminator and acks before closing.
   if (!st.err && !st.hang) {

@@ -9,7 +9,7 @@
 //   RETRY_EXC_ERR; a PSN behind it is a duplicate (acknowledged, not executed); ack-only loss at the
 //   responder lands the data but fails the requester; a dead process's host index is reclaimed; faults
 //   written into the running responder's FAKEVERBS_CONTROL FIFO take effect (black hole, port down / up
-//   with their async events, heal) and bad commands are refused.
+//   with their async events, heal) and bad commands are refused; txloss at the responder is one-way.
 // Needs RERAIL_IB_LIB=<libfakeverbs.so> (ctest ib_fake_verbs_wire); the fabric's directory is made here
 // (FAKEVERBS_WIRE, inherited by the children) and removed at exit.
 #include <arpa/inet.h>
@@ -420,10 +420,33 @@ TEST_F(VerbsWire, ControlChannelFaultsAndHealsARunningProcess) {
   EXPECT_EQ(command("down fake0"), "down fake0 -> ok (PORT_ERR)");
   EXPECT_EQ(command("heal fake0"), "heal fake0 -> ok (PORT_ACTIVE)") << "heal clears the black hole and the down port";
   EXPECT_EQ(command("frobnicate fake0"), "frobnicate fake0 -> error: unknown command frobnicate");
-  EXPECT_EQ(command("down fake9"), "down fake9 -> error: want down|up|blackhole|ackloss|heal <device> or stats");
+  EXPECT_EQ(command("down fake9"), "down fake9 -> error: want down|up|blackhole|ackloss|txloss|heal <device> or stats");
   std::string stats = command("stats");
   EXPECT_NE(stats.find("fake0 tx_requests="), std::string::npos) << stats;
   EXPECT_NE(stats.find("fake0 tx_requests=0 tx_bytes=0 rx_requests=1 rx_bytes=64"), std::string::npos) << "the one WRITE that landed: " << stats;
+}
+
+// txloss is one-way: what the faulted port sends is lost, what it receives still lands and is answered
+// (rerail's acks from that port vanish while the data towards it completes).
+TEST_F(VerbsWire, TxLossAtTheResponderStillLandsAndAnswersItsRequests) {
+  const std::string ctl = std::string(getenv("FAKEVERBS_WIRE")) + "/ctl-tx-" + std::to_string(getpid());
+  Start(QpOptions(), 7, 0, ctl);
+  FILE* f = fopen(ctl.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fprintf(f, "txloss fake0\n");
+  fclose(f);
+  std::string applied;
+  for (int i = 0; i < 500 && applied.empty(); ++i) {
+    std::ifstream in(ctl + ".applied");
+    std::getline(in, applied);
+    if (applied.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(applied, "txloss fake0 -> ok");
+  ASSERT_TRUE(Write(1, 0, 64, 0).ok());
+  auto wc = side_.Wait(1, 5000);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, vx::kWcSuccess) << "requests into a txloss port land and are answered";
+  EXPECT_EQ(Cmd("check 0 64 1"), "ok");
 }
 
 // A process killed without cleaning up leaves its claim (<dir>/host<h>.pid); the next process to join
