@@ -6,8 +6,9 @@
 // tests/faults/ib_fake_faults.sh.
 //
 //   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
-// A completed receive buffer is checked again just before it is re-posted (and 200 ms after the end):
-// a change meanwhile is a late write into memory NCCL owns again (late=, also counted in bad).
+// A completed receive buffer is poisoned once checked and the poison checked again just before it is
+// re-posted (and 200 ms after the end): a change meanwhile is a late write into memory NCCL owns again
+// (late=, also counted in bad).
 // Env FAULT_PEER_PAUSE=AT_MS:LEN_MS: at AT_MS the peer stops calling the plugin for LEN_MS (NCCL
 // leaving a comm unpolled), then carries on.
 // Env FAULT_PEER_HANG_MS=N: the run counts as hung (hang=1) when not finished N ms after its duration.
@@ -193,15 +194,20 @@ int main(int argc, char** argv) {
   uint64_t rseq[kWindow] = {};
   Stats st;
   // The message a slot last completed (+1; 0: none). Until the slot is posted again the buffer is the
-  // application's (NCCL's GPU consumes it): a write landing in it then is a late write of the plugin.
+  // application's (NCCL's GPU consumes it): the peer overwrites it with a poison pattern once checked,
+  // and a change of the poison before the slot is re-posted is a late write of the plugin (the same
+  // bytes written again would not show without the poison).
   uint64_t rdone[kWindow] = {};
+  auto poison = [&](int k, uint64_t m) {
+    for (size_t j = 0; j < MsgSize(m, base) / 8; ++j) rbuf[k][j] = 0xdeadbeef00000000ull ^ (m << 20) ^ j;
+  };
   auto late_check = [&](int k) {
     if (!rdone[k]) return;
     uint64_t m = rdone[k] - 1;
     size_t sz = MsgSize(m, base);
-    std::vector<uint64_t> want(sz / 8);
-    Fill(want.data(), want.size(), m);
-    if (memcmp(want.data(), rbuf[k].data(), sz) != 0) {
+    std::vector<uint64_t> seen(rbuf[k]);
+    poison(k, m);
+    if (memcmp(seen.data(), rbuf[k].data(), sz) != 0) {
       if (!st.late) fprintf(stderr, "net_fault_peer: message %" PRIu64 "'s buffer changed after it completed (late write)\n", m);
       ++st.late, ++st.bad;
     }
@@ -288,6 +294,7 @@ int main(int argc, char** argv) {
           st.bytes += size;
           ++st.recv;
           rdone[ko] = rseq[ko] + 1;
+          poison(ko, rseq[ko]);
         }
       }
     }
