@@ -81,7 +81,7 @@ std::string Control::Apply(const std::string& line) {
     return out.str();
   }
   Device* d = f_.FindDevice(name.c_str());
-  if (!d || !extra.empty()) return "error: want down|up|blackhole|ackloss|txloss|heal <device> or stats";
+  if (!d || !extra.empty()) return "error: want down|up|blackhole|ackloss|txloss|heal|fatal <device> or stats";
   if (cmd == "down" || cmd == "up") {
     return f_.SetPortState(d, cmd == "up") ? (cmd == "up" ? "ok (PORT_ACTIVE)" : "ok (PORT_ERR)") : "ok (no change)";
   }
@@ -90,6 +90,13 @@ std::string Control::Apply(const std::string& line) {
                     : cmd == "ackloss" ? FAKEVERBS_FAULT_DROP_ACKS
                                        : FAKEVERBS_FAULT_DROP_OUT;
     return "ok";
+  }
+  if (cmd == "fatal") {  // fakeverbs_device_fatal: for good (heal does not undo it)
+    d->fatal = true;
+    for (auto& [qpn, q] : f_.qps)
+      if (q->pd->ctx->dev == d) f_.ToError(q);
+    f_.PostEvent(d, vx::kEventDeviceFatal, nullptr);
+    return "ok (DEVICE_FATAL)";
   }
   if (cmd == "heal") {
     d->port.fault = FAKEVERBS_FAULT_NONE;

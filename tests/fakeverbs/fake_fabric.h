@@ -223,8 +223,8 @@ class HostLink {
   static HostLink* Create(Fabric& f, const std::string& dir, int* host);  // null (+ message) on failure
   void Start();  // link_mu held, mu not: binds host<h>.sock, starts the thread
   void Stop();   // link_mu held, mu not: joins the thread, closes every socket
-  // One step of a QP whose responder is on another host: timers, new sends. Run by every poll_cq and
-  // by the thread (so WRs leave and time out without the application polling).
+  // One step of a QP whose responder is on another host: new sends (and RNR waits). Run by every
+  // poll_cq; the thread runs it too and alone decides retry timeouts, after reading its sockets.
   void Progress(Qp* q, Clock::time_point now);
   void Kick();  // WRs were posted: the thread sends them now
 
@@ -243,6 +243,7 @@ class HostLink {
 //   down <dev> | up <dev>          port down / up, with PORT_ERR / PORT_ACTIVE (fakeverbs_set_port_state)
 //   blackhole <dev> | ackloss <dev> | txloss <dev>   the port's fault (fakeverbs_set_fault)
 //   heal <dev>                     no fault, port up (PORT_ACTIVE if it was down)
+//   fatal <dev>                    the device dies for good (fakeverbs_device_fatal)
 //   stats                          the per-device counters of traffic with other hosts, on one line
 class Control {
  public:

@@ -290,6 +290,55 @@ run_txlossall() {
   expect_log 0 "$FAILBACK0" "failback of fake0 after the heal"
 }
 
+# Every rail of host 0 black-holed (no event) or down for 1 s, far less than RERAIL_GIVEUP_MS (30 s):
+# no error; once healed, the links are probed again and the stream completes.
+run_allblackhole() {
+  start_peers allblackhole 4000 RERAIL_STALL_MS=300 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  at 1000; ctl 0 "blackhole fake0" >/dev/null; ctl 0 "blackhole fake1" >/dev/null
+  at 2000; ctl 0 "heal fake0" >/dev/null; ctl 0 "heal fake1" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 0 "$FAILBACK0" "failback of fake0 after the heal"
+  expect_log 1 "$FAILBACK0" "failback of fake0 after the heal"
+}
+run_alldownup() {
+  start_peers alldownup 4000 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  at 1000; ctl 0 "down fake0" >/dev/null; ctl 0 "down fake1" >/dev/null
+  at 2000; ctl 0 "up fake0" >/dev/null; ctl 0 "up fake1" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 0 "$FAILBACK0" "failback of fake0 after PORT_ACTIVE"
+  expect_log 1 "$FAILBACK0" "failback of fake0 after the peer's PORT_ACTIVE"
+}
+
+# Faults while the comms are still being set up (written as soon as the handles are exchanged, while
+# connect / accept run): host 1's fake0 down, then up 1 s later; host 0's fake0 black-holed, healed
+# 1.5 s later.
+run_earlydown() {
+  start_peers earlydown 3000 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  ctl 1 "down fake0" >/dev/null
+  at 1000; ctl 1 "up fake0" >/dev/null
+  finish_peers
+  expect_clean
+}
+run_earlyblackhole() {
+  start_peers earlyblackhole 3500 RERAIL_STALL_MS=300 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  ctl 0 "blackhole fake0" >/dev/null
+  at 1500; ctl 0 "heal fake0" >/dev/null
+  finish_peers
+  expect_clean
+}
+
+# Host 0's fake0 dies (DEVICE_FATAL: its QPs flush, posts fail): the stream goes on over fake1.
+run_fatal() {
+  start_peers fatal 3000 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  at 1000; ctl 0 "fatal fake0" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 0 "$FAILOVER0" "failover of fake0 (device fatal)"
+  expect_log 1 "$FAILOVER0" "failover of fake0 (the peer's device died)"
+}
+
 # A black hole while the receivers post one receive at a time (NCCL re-posts a slot only once the GPU
 # consumed it): the re-sent chunks must not queue behind chunks of messages not yet posted.
 run_lagging() {
@@ -408,7 +457,7 @@ echo "# figures host0/host1: msgs sent/received per direction, MB received, long
 for sc in "${scenarios[@]}"; do
   start=$(now_ms) heal_figures="" kill_figures=""
   case $sc in
-    down | blackhole | flap | alldown | heal | ackloss | txloss | txlossall | lagging | eager | eagerlag | stripeflap | connectdown | pause | \
+    down | blackhole | flap | alldown | heal | ackloss | txloss | txlossall | allblackhole | alldownup | fatal | earlydown | earlyblackhole | lagging | eager | eagerlag | stripeflap | connectdown | pause | \
       peerkill | soak)
       env0="" env1="" msg="" ports=("fake0,fake1" "fake0,fake1")
       "run_$sc" ;;

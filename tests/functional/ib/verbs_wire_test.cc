@@ -420,7 +420,7 @@ TEST_F(VerbsWire, ControlChannelFaultsAndHealsARunningProcess) {
   EXPECT_EQ(command("down fake0"), "down fake0 -> ok (PORT_ERR)");
   EXPECT_EQ(command("heal fake0"), "heal fake0 -> ok (PORT_ACTIVE)") << "heal clears the black hole and the down port";
   EXPECT_EQ(command("frobnicate fake0"), "frobnicate fake0 -> error: unknown command frobnicate");
-  EXPECT_EQ(command("down fake9"), "down fake9 -> error: want down|up|blackhole|ackloss|txloss|heal <device> or stats");
+  EXPECT_EQ(command("down fake9"), "down fake9 -> error: want down|up|blackhole|ackloss|txloss|heal|fatal <device> or stats");
   std::string stats = command("stats");
   EXPECT_NE(stats.find("fake0 tx_requests="), std::string::npos) << stats;
   EXPECT_NE(stats.find("fake0 tx_requests=0 tx_bytes=0 rx_requests=1 rx_bytes=64"), std::string::npos) << "the one WRITE that landed: " << stats;
