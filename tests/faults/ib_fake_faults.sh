@@ -16,6 +16,9 @@
 #   heal       host 0's fake0 black-holed and host 1's fake0 down at 0.8 s, both healed at 2.0 s: the
 #              healed rail carried nothing while faulted (< 64 KiB landed on either fake0) and carries
 #              the data again afterwards (> 4 MiB sent on fake0 by each host within 3 s of the heal)
+# and more of test_net_faults' cases (ackloss, txloss, txlossall, allblackhole, alldownup, fatal, earlydown,
+# earlyblackhole, lagging, eager, eagerlag, stripeflap, connectdown, pause, peerkill, soak: see each
+# run_<name> below).
 # A scenario passes when both peers printed RESULT with bad=0, hang=0 and exit 0, every message one sent
 # (plus its 0-byte terminator) was received by the other, err=0 (alldown: err != 0 on both, exit 4),
 # every command was applied, and its expected WARN / INFO lines are in the plugin logs. One PASS / FAIL
@@ -27,8 +30,8 @@ set -uo pipefail
 peer=$1 so=$2 fv=$3
 shift 3
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(down blackhole flap alldown heal ackloss txloss txlossall lagging eager eagerlag
-  stripeflap connectdown pause peerkill)  # and soak (ctest ib_fake_faults_soak), by name
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(down blackhole flap alldown heal ackloss txloss txlossall allblackhole alldownup
+  fatal earlydown earlyblackhole lagging eager eagerlag stripeflap connectdown pause peerkill)  # soak by name (ctest ib_fake_faults_soak)
 top=$(mktemp -d /tmp/rribf.XXXXXX)
 pids=()
 cleanup() {
