@@ -57,6 +57,9 @@ struct Device {
   uint8_t link_layer = vx::kLinkLayerEthernet;
   bool fatal = false;
   Port port;  // one port (port number 1)
+  // Traffic with other hosts (FAKEVERBS_WIRE), reported by FAKEVERBS_CONTROL's `stats`: requests this
+  // device sent (bytes they carried) and requests it executed for another host (bytes that landed).
+  uint64_t tx_requests = 0, tx_bytes = 0, rx_requests = 0, rx_bytes = 0;
   std::vector<Context*> contexts;
 };
 
@@ -159,6 +162,7 @@ struct Qp {
 };
 
 class HostLink;  // fake_host.cc
+class Control;   // fake_control.cc
 
 struct Fabric {
   std::mutex mu;
@@ -182,6 +186,10 @@ struct Fabric {
   bool ResolveAddress(uint8_t link_layer, const vx::AhAttr& ah, int* out_host, int* out_index) const;
   Device* DeviceByAddress(uint8_t link_layer, const vx::AhAttr& ah);
   void PostEvent(Device* d, int type, void* element);
+  // The port of d goes down / up with PORT_ERR / PORT_ACTIVE on every context (nothing when it is
+  // already in that state); false: no change. The control API, FAKEVERBS_FAULT_AT and
+  // FAKEVERBS_CONTROL all use it.
+  bool SetPortState(Device* d, bool up);
   void Progress();  // one wire-time step (see fakeverbs.h); mu held
   void Push(Cq* cq, const Cqe& e);
   void ToError(Qp* q);
@@ -215,8 +223,8 @@ class HostLink {
   static HostLink* Create(Fabric& f, const std::string& dir, int* host);  // null (+ message) on failure
   void Start();  // link_mu held, mu not: binds host<h>.sock, starts the thread
   void Stop();   // link_mu held, mu not: joins the thread, closes every socket
-  // One step of a QP whose responder is on another host: timers, new sends. Run by every poll_cq and
-  // by the thread (so WRs leave and time out without the application polling).
+  // One step of a QP whose responder is on another host: new sends (and RNR waits). Run by every
+  // poll_cq; the thread runs it too and alone decides retry timeouts, after reading its sockets.
   void Progress(Qp* q, Clock::time_point now);
   void Kick();  // WRs were posted: the thread sends them now
 
@@ -225,6 +233,32 @@ class HostLink {
  private:
   explicit HostLink(Impl* impl) : impl_(impl) {}
   Impl* impl_;
+};
+
+// FAKEVERBS_CONTROL=<path>: faults injected into a running process from outside (fake_control.cc).
+// The path is a FIFO (made if absent) this process holds open for reading and writing from the first
+// Start of its HostLink to its exit, so a writer never blocks and never sees EOF; the HostLink's thread
+// reads it and applies each complete line (mu held), and appends "<line> -> <outcome>" to
+// <path>.applied, so a script knows when a command took effect. Commands (one per line):
+//   down <dev> | up <dev>          port down / up, with PORT_ERR / PORT_ACTIVE (fakeverbs_set_port_state)
+//   blackhole <dev> | ackloss <dev> | txloss <dev>   the port's fault (fakeverbs_set_fault)
+//   heal <dev>                     no fault, port up (PORT_ACTIVE if it was down)
+//   fatal <dev>                    the device dies for good (fakeverbs_device_fatal)
+//   stats                          the per-device counters of traffic with other hosts, on one line
+class Control {
+ public:
+  static Control* Open(Fabric& f, int host);  // null when FAKEVERBS_CONTROL is unset (aborts if unusable)
+  int fd() const { return fd_; }
+  void OnReadable();  // mu held: reads what is there, applies every complete line
+
+ private:
+  Control(Fabric& f, int host, std::string path, int fd) : f_(f), host_(host), path_(std::move(path)), fd_(fd) {}
+  std::string Apply(const std::string& line);  // the outcome written to <path>.applied
+  Fabric& f_;
+  int host_;
+  std::string path_;
+  int fd_;
+  std::string partial_;  // a line not yet complete
 };
 
 }  // namespace fakeverbs

@@ -23,7 +23,8 @@
 // SEND length; then the bytes land, the receive completes after them, and the answer goes back.
 //
 // Faults of this process's ports apply to traffic touching them: black hole drops requests and answers
-// in both directions, ack-only loss drops answers (the data lands), a down port answers nothing. A peer
+// in both directions, ack-only loss drops answers (the data lands), one-way loss drops the requests
+// this port sends (it still executes and answers others'), a down port answers nothing. A peer
 // that died (EOF) is unreachable: its WRs end in RETRY_EXC_ERR.
 #include <fcntl.h>
 #include <poll.h>
@@ -159,6 +160,7 @@ struct HostLink::Impl {
   bool running = false;
   std::atomic<bool> stop{false};
   std::thread thread;
+  Control* control = nullptr;  // FAKEVERBS_CONTROL, opened at the first Start, never closed
   std::map<int, std::unique_ptr<Conn>> conns;  // by id; closed only by the thread (or Stop after it)
   std::map<int, int> to_host;                  // host -> id of the outgoing connection
   int next_id = 0;
@@ -279,11 +281,17 @@ struct HostLink::Impl {
   }
 
   // The retry clocks of q's oldest WR on the wire (fails it or rewinds q); false: q sends nothing now.
-  bool Timers(Qp* q, const Conn* c, Clock::time_point now) {
+  // Only the HCA thread decides a timeout (`decide`), right after it read what the other hosts sent: an
+  // application thread polling its CQ while the HCA thread waits for the CPU would otherwise fail WRs
+  // whose answers are already in the socket (a real HCA does not share the host's CPUs; measured:
+  // both rails of a pair failing RETRY_EXC_ERR together with no fault, at load 7.5 on 2 cores).
+  bool Timers(Qp* q, const Conn* c, Clock::time_point now, bool decide) {
     if (q->emitted > 0 && q->timeout != 0) {
       SendOp& front = q->sq.front();
       if (Pending(c)) {
         front.first_try = front.sent_at = now;  // still leaving this host: no ack can be due yet
+      } else if (!decide) {
+        // the HCA thread's next round decides
       } else if (Ms(now - front.first_try) >= DeadPathMs(q)) {
         FailFront(q, vx::kWcRetryExcErr);
         return false;
@@ -317,19 +325,22 @@ struct HostLink::Impl {
     h.length = read ? Total(op.sge) : bytes.size();
     h.payload = read ? 0 : bytes.size();
     Queue(c, h, bytes.data());
+    Device* d = DevOf(q);
+    d->tx_requests++;
+    d->tx_bytes += h.payload;
     g_sent++;
     g_moved++;
     TRACE("host %d qp %u -> host %d qp %u: op %d psn %u seq %llu len %llu\n", host, h.src_qpn, q->dest_host, h.dst_qpn,
           h.code, h.psn, static_cast<unsigned long long>(h.seq), static_cast<unsigned long long>(h.length));
   }
 
-  void Progress(Qp* q, Clock::time_point now) {
+  void Progress(Qp* q, Clock::time_point now, bool decide) {
     if (q->sq.empty()) return;
     Device* ld = DevOf(q);
     if (!PortUp(ld)) return FailFront(q, vx::kWcLocQpOpErr);
     Conn* c = nullptr;
     if (auto it = to_host.find(q->dest_host); it != to_host.end()) c = conns[it->second].get();
-    if (!Timers(q, c, now)) return;
+    if (!Timers(q, c, now, decide)) return;
     std::vector<uint8_t> bytes;
     for (int n = 0; n < f.burst && q->emitted < q->sq.size(); ++n) {
       SendOp& op = q->sq[q->emitted];
@@ -342,7 +353,8 @@ struct HostLink::Impl {
       if (op.sent_at == Clock::time_point{}) op.first_try = now;
       op.sent_at = now;
       q->emitted++;
-      if (ld->port.fault == FAKEVERBS_FAULT_DROP_DATA) continue;  // black hole: it leaves and is lost
+      // Black hole or one-way loss out of this port: it leaves and is lost.
+      if (ld->port.fault == FAKEVERBS_FAULT_DROP_DATA || ld->port.fault == FAKEVERBS_FAULT_DROP_OUT) continue;
       if (c == nullptr || c->dead) c = ConnTo(q->dest_host);
       if (c == nullptr) continue;  // nobody at that host: lost, the retry clock runs
       SendRequest(c, q, op, bytes);
@@ -449,6 +461,9 @@ struct HostLink::Impl {
       RecvCompletion(f, r, rv, vx::kWcSuccess, send ? vx::kWcRecv : vx::kWcRecvRdmaWithImm,
                      static_cast<uint32_t>(h.length), imm, h.imm, h.src_qpn);
     }
+    Device* d = DevOf(r);
+    d->rx_requests++;
+    d->rx_bytes += read ? 0 : h.length;
     g_served++;
     g_moved++;
     return kAnsAck;
@@ -506,7 +521,7 @@ struct HostLink::Impl {
   std::string fault_dev;
   int fault_kind = -1;  // 0 down, else a fakeverbs_fault
   uint64_t fault_after = 0;
-  bool fault_armed = false;  // read once, at the first Start (the devices exist by then)
+  bool fault_armed = false;  // FAKEVERBS_FAULT_AT and FAKEVERBS_CONTROL: read once, at the first Start
 
   void ArmFault() {
     const char* v = getenv("FAKEVERBS_FAULT_AT");
@@ -529,8 +544,7 @@ struct HostLink::Impl {
     if (fault_kind < 0 || g_moved.load() < fault_after) return;
     Device* d = f.FindDevice(fault_dev.c_str());
     if (fault_kind == 0) {
-      d->port.state = vx::kPortDown;
-      f.PostEvent(d, vx::kEventPortErr, nullptr);
+      f.SetPortState(d, false);
     } else {
       d->port.fault = fault_kind;
     }
@@ -616,6 +630,7 @@ struct HostLink::Impl {
         std::lock_guard<std::mutex> g(f.mu);
         pf.push_back(pollfd{wake_fd, POLLIN, 0});
         pf.push_back(pollfd{listen_fd, POLLIN, 0});
+        pf.push_back(pollfd{control ? control->fd() : -1, POLLIN, 0});  // fd -1: ignored by poll
         for (auto& [id, c] : conns) {
           pf.push_back(pollfd{c->fd, static_cast<short>(POLLIN | (Pending(c.get()) ? POLLOUT : 0)), 0});
           ids.push_back(id);
@@ -630,11 +645,12 @@ struct HostLink::Impl {
         (void)r;
       }
       if (pf[1].revents & POLLIN) Accept();
+      if (pf[2].revents & POLLIN) control->OnReadable();
       for (size_t i = 0; i < ids.size(); ++i) {
         auto it = conns.find(ids[i]);
         if (it == conns.end()) continue;
         Conn* c = it->second.get();
-        short ev = pf[i + 2].revents;
+        short ev = pf[i + 3].revents;
         if (ev & (POLLIN | POLLHUP | POLLERR)) ReadFrom(c);
         if (ev & POLLOUT) TryWrite(c);
       }
@@ -651,7 +667,7 @@ struct HostLink::Impl {
     Clock::time_point now = Clock::now();
     for (auto& [qpn, q] : f.qps) {
       if (q->dest_host < 0 || q->dest_host == host || q->head.state != vx::kQpsRts) continue;
-      Progress(q, now);
+      Progress(q, now, /*decide*/ true);
       busy = busy || !q->sq.empty();
     }
     return busy;
@@ -712,7 +728,7 @@ void HostLink::Start() {
     fprintf(stderr, "fakeverbs: host %d cannot listen on %s: %s\n", m.host, a.sun_path, strerror(errno));
     abort();
   }
-  if (!m.fault_armed) m.ArmFault(), m.fault_armed = true;
+  if (!m.fault_armed) m.ArmFault(), m.control = Control::Open(m.f, m.host), m.fault_armed = true;
   m.stop = false;
   m.running = true;
   {
@@ -740,7 +756,7 @@ void HostLink::Stop() {
   PrintStats();
 }
 
-void HostLink::Progress(Qp* q, Clock::time_point now) { impl_->Progress(q, now); }
+void HostLink::Progress(Qp* q, Clock::time_point now) { impl_->Progress(q, now, /*decide*/ false); }
 
 void HostLink::Kick() {
   if (impl_->running) impl_->Wake();

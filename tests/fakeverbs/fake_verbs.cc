@@ -156,6 +156,14 @@ void Fabric::PostEvent(Device* d, int type, void* element) {
   }
 }
 
+bool Fabric::SetPortState(Device* d, bool up) {
+  int to = up ? vx::kPortActive : vx::kPortDown;
+  if (d->port.state == to) return false;
+  d->port.state = to;
+  PostEvent(d, up ? vx::kEventPortActive : vx::kEventPortErr, nullptr);
+  return true;
+}
+
 // ---- QP state machine -----------------------------------------------------------------------------
 
 namespace {
@@ -617,10 +625,7 @@ __attribute__((visibility("default"))) int fakeverbs_set_port_state(const char* 
   std::lock_guard<std::mutex> g(f.mu);
   Device* d = f.FindDevice(dev);
   if (!d || port != 1) return -1;
-  int to = up ? vx::kPortActive : vx::kPortDown;
-  if (d->port.state == to) return 0;
-  d->port.state = to;
-  f.PostEvent(d, up ? vx::kEventPortActive : vx::kEventPortErr, nullptr);
+  f.SetPortState(d, up != 0);
   return 0;
 }
 
@@ -628,7 +633,7 @@ __attribute__((visibility("default"))) int fakeverbs_set_fault(const char* dev, 
   Fabric& f = Fabric::Get();
   std::lock_guard<std::mutex> g(f.mu);
   Device* d = f.FindDevice(dev);
-  if (!d || port != 1 || fault < 0 || fault > FAKEVERBS_FAULT_DROP_ACKS) return -1;
+  if (!d || port != 1 || fault < 0 || fault > FAKEVERBS_FAULT_DROP_OUT) return -1;
   d->port.fault = fault;
   return 0;
 }

@@ -151,6 +151,7 @@ class Wire {
     Device* ld = DevOf(q);
     if (DevOf(r) != q->dest_dev || !PortUp(q->dest_dev)) return nullptr;
     if (ld->port.fault == FAKEVERBS_FAULT_DROP_DATA || q->dest_dev->port.fault == FAKEVERBS_FAULT_DROP_DATA) return nullptr;
+    if (ld->port.fault == FAKEVERBS_FAULT_DROP_OUT) return nullptr;  // what this port sends is lost
     if (r->head.state != vx::kQpsRtr && r->head.state != vx::kQpsRts) return nullptr;
     if (r->dest_qpn != q->head.qp_num || r->dest_dev != ld) return nullptr;  // its acks would go elsewhere
     if (r->rq_psn != q->sq_psn) return nullptr;  // out-of-sequence packets are dropped and retried

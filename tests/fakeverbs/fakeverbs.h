@@ -11,7 +11,8 @@
 //     fabric (same devices, per-host addresses; fake_host.cc): WRs towards another host's device go to
 //     that process, whose thread executes them without waiting for its application to poll; the
 //     faults below act on this process's ports and the traffic touching them (FAKEVERBS_FAULT_AT arms
-//     one in another process: see README.md). Devices (env, read once at first use): FAKEVERBS_DEVICES = number of devices fake0..fakeN-1
+//     one in another process; FAKEVERBS_CONTROL=<fifo> lets a script command them in a running process,
+//     same semantics: see README.md and fake_fabric.h's Control). Devices (env, read once at first use): FAKEVERBS_DEVICES = number of devices fake0..fakeN-1
 //     (default 2, one port each); FAKEVERBS_LINK_LAYER = roce (default) | ib; FAKEVERBS_PORT_DOWN =
 //     "fake1:1,fake0:1" ports that start down; FAKEVERBS_BURST = WRs each QP executes per progress step
 //     (default 4).
@@ -32,6 +33,8 @@ enum fakeverbs_fault {
   FAKEVERBS_FAULT_DROP_DATA = 1,  // black hole: nothing arrives, the sender ends in RETRY_EXC_ERR
   FAKEVERBS_FAULT_DROP_ACKS = 2,  // data lands (and the receiver completes) but the sender's acks are
                                   // lost: the sender ends in RETRY_EXC_ERR all the same
+  FAKEVERBS_FAULT_DROP_OUT = 3,   // one-way: the requests this port sends are lost (its WRs end in
+                                  // RETRY_EXC_ERR), the requests it receives land and are answered
 };
 
 // Takes a port down (up = 0) or up: the port's state changes, every open context of the device gets

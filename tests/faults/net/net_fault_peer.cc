@@ -1,9 +1,14 @@
 // One simulated host for the net plugin fault tests: loads libnccl-net-rerail.so, listens, prints its
 // handle, reads the peer's handle from stdin, connects both ways, then streams verified messages in
 // both directions (window 8 each way, as NCCL's proxy) for a given time and ends each direction with
-// a 0-byte message. Prints one RESULT line. Run inside a host namespace by test_net_faults.
+// a 0-byte message. Buffers are registered (regMr) as NCCL does, so it runs over RERAIL_TRANSPORT=ib too.
+// Prints one RESULT line. Run inside a host namespace by test_net_faults, and over the fake verbs by
+// tests/faults/ib_fake_faults.sh.
 //
 //   net_fault_peer <plugin.so> <duration_ms> <msg_bytes>
+// A completed receive buffer is poisoned once checked and the poison checked again just before it is
+// re-posted (and 200 ms after the end): a change meanwhile is a late write into memory NCCL owns again
+// (late=, also counted in bad).
 // Env FAULT_PEER_PAUSE=AT_MS:LEN_MS: at AT_MS the peer stops calling the plugin for LEN_MS (NCCL
 // leaving a comm unpolled), then carries on.
 // Env FAULT_PEER_HANG_MS=N: the run counts as hung (hang=1) when not finished N ms after its duration.
@@ -54,6 +59,7 @@ bool Unhex(const std::string& s, unsigned char* out, size_t n) {
 
 struct Stats {
   uint64_t sent = 0, recv = 0, bytes = 0, bad = 0;
+  uint64_t late = 0;  // completed buffers changed before the peer re-posted them (also counted in bad)
   double max_gap_ms = 0;
   uint64_t max_gap_end_unix_ms = 0;  // when the longest gap ended (wall clock: scripts match it to their faults)
   int err = 0;
@@ -64,15 +70,15 @@ struct Stats {
 // The one line the test parses.
 void PrintResult(const Stats& st, double rate_mbps) {
   printf("RESULT sent=%" PRIu64 " recv=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64 " maxgap_ms=%.0f err=%d err_after_ms=%" PRIu64
-         " hang=%d rate_mbps=%.0f maxgap_end_unix_ms=%" PRIu64 "\n",
+         " hang=%d rate_mbps=%.0f maxgap_end_unix_ms=%" PRIu64 " late=%" PRIu64 "\n",
          st.sent, st.recv, st.bytes, st.bad, st.max_gap_ms, st.err, st.err_after_ms, st.hang ? 1 : 0, rate_mbps,
-         st.max_gap_end_unix_ms);
+         st.max_gap_end_unix_ms, st.late);
   fflush(stdout);
 }
 
 // One message through the plugin: post it (retrying a NULL request), then test it until done or
 // `end`. *size: the received size.
-rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uint64_t>* buf, size_t bytes,
+rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uint64_t>* buf, void* mh, size_t bytes,
                           const rr::Deadline& end, bool* done, int* size) {
   void* q = nullptr;
   rrNcclResult_t r = rrNcclSuccess;
@@ -80,8 +86,7 @@ rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uin
   size_t cap = buf->size() * 8;
   int tag = 0, d = 0;
   while (q == nullptr && r == rrNcclSuccess && !end.Expired()) {
-    r = sender ? p->Isend(comm, data, bytes, 0, nullptr, nullptr, &q)
-               : p->Irecv(comm, 1, &data, &cap, &tag, nullptr, nullptr, &q);
+    r = sender ? p->Isend(comm, data, bytes, 0, mh, nullptr, &q) : p->Irecv(comm, 1, &data, &cap, &tag, &mh, nullptr, &q);
   }
   while (r == rrNcclSuccess && q != nullptr && !d && !end.Expired()) {
     r = p->Test(q, &d, size);
@@ -96,12 +101,15 @@ rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uin
 // is connected and accepted on both sides whatever the machine's load.
 int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration_ms, size_t bytes) {
   std::vector<uint64_t> buf(bytes / 8);
+  void* mh = nullptr;  // NCCL registers every buffer (IB needs it; TCP accepts it)
+  if (p->RegMr(sender ? sc : rc, buf.data(), bytes, RR_NCCL_PTR_HOST, &mh) != rrNcclSuccess)
+    return fprintf(stderr, "regMr failed\n"), 3;
   rr::Deadline setup = rr::Deadline::AfterMs(10000), warm = rr::Deadline::AfterMs(400);
   for (bool last = false; !last;) {
     bool done = false;
     int size = -1;
     last = sender && warm.Expired();
-    if (OneMessage(p, sender ? sc : rc, sender, &buf, last ? 0 : bytes, setup, &done, &size) != rrNcclSuccess || !done) {
+    if (OneMessage(p, sender ? sc : rc, sender, &buf, mh, last ? 0 : bytes, setup, &done, &size) != rrNcclSuccess || !done) {
       return fprintf(stderr, "warm-up message failed\n"), 3;
     }
     if (!sender) last = size == 0;
@@ -117,7 +125,7 @@ int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration
   if (sender) Fill(buf.data(), buf.size(), 0);
   bool done = false;
   int size = -1;
-  rrNcclResult_t r = OneMessage(p, sender ? sc : rc, sender, &buf, bytes, end, &done, &size);
+  rrNcclResult_t r = OneMessage(p, sender ? sc : rc, sender, &buf, mh, bytes, end, &done, &size);
   if (r != rrNcclSuccess) st.err = r, st.err_after_ms = rr::NowMs() - t0;
   st.hang = r == rrNcclSuccess && !done;
   if (done && sender) st.sent = 1;
@@ -129,6 +137,7 @@ int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration
   }
   PrintResult(st, 0);
   while (!end.Expired()) usleep(10000);  // the receiver stays silent; the sender waits for it to end
+  p->DeregMr(sender ? sc : rc, mh);
   return st.err ? 4 : (st.hang ? 5 : (st.bad ? 6 : 0));
 }
 
@@ -172,10 +181,38 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::vector<uint64_t>> sbuf(kWindow, std::vector<uint64_t>(base / 8)), rbuf = sbuf;
+  // Registered as NCCL does (RERAIL_TRANSPORT=ib needs it; TCP accepts it).
+  void* smh[kWindow] = {};
+  void* rmh[kWindow] = {};
+  for (int k = 0; k < kWindow; ++k) {
+    if (p->RegMr(sc, sbuf[k].data(), base, RR_NCCL_PTR_HOST, &smh[k]) != rrNcclSuccess ||
+        p->RegMr(rc, rbuf[k].data(), base, RR_NCCL_PTR_HOST, &rmh[k]) != rrNcclSuccess)
+      return fprintf(stderr, "regMr failed\n"), 3;
+  }
   void* sreq[kWindow] = {};
   void* rreq[kWindow] = {};
   uint64_t rseq[kWindow] = {};
   Stats st;
+  // The message a slot last completed (+1; 0: none). Until the slot is posted again the buffer is the
+  // application's (NCCL's GPU consumes it): the peer overwrites it with a poison pattern once checked,
+  // and a change of the poison before the slot is re-posted is a late write of the plugin (the same
+  // bytes written again would not show without the poison).
+  uint64_t rdone[kWindow] = {};
+  auto poison = [&](int k, uint64_t m) {
+    for (size_t j = 0; j < MsgSize(m, base) / 8; ++j) rbuf[k][j] = 0xdeadbeef00000000ull ^ (m << 20) ^ j;
+  };
+  auto late_check = [&](int k) {
+    if (!rdone[k]) return;
+    uint64_t m = rdone[k] - 1;
+    size_t sz = MsgSize(m, base);
+    std::vector<uint64_t> seen(rbuf[k]);
+    poison(k, m);
+    if (memcmp(seen.data(), rbuf[k].data(), sz) != 0) {
+      if (!st.late) fprintf(stderr, "net_fault_peer: message %" PRIu64 "'s buffer changed after it completed (late write)\n", m);
+      ++st.late, ++st.bad;
+    }
+    rdone[k] = 0;
+  };
   uint64_t next_send = 0, next_post = 0;
   bool send_done = false, recv_done = false, term_posted = false;
   uint64_t t0 = rr::NowMs(), last_recv = 0, first_recv = 0, first_err = 0;
@@ -198,7 +235,7 @@ int main(int argc, char** argv) {
       size_t sz = stop_sending ? 0 : MsgSize(next_send, base);
       if (sz) Fill(sbuf[ks].data(), sz / 8, next_send);
       void* q = nullptr;
-      rrNcclResult_t r = p->Isend(sc, sbuf[ks].data(), sz, 0, nullptr, nullptr, &q);
+      rrNcclResult_t r = p->Isend(sc, sbuf[ks].data(), sz, 0, smh[ks], nullptr, &q);
       if (r != rrNcclSuccess) { st.err = r; break; }
       if (q) sreq[ks] = q, ++next_send, term_posted = (sz == 0), idle = false;
     }
@@ -218,11 +255,12 @@ int main(int argc, char** argv) {
     // receive side
     int kr = static_cast<int>(next_post % kWindow);
     if (!recv_done && rreq[kr] == nullptr && next_post - st.recv < recv_ahead) {
+      late_check(kr);
       void* data = rbuf[kr].data();
       size_t cap = base;
       int tag = 0;
       void* q = nullptr;
-      rrNcclResult_t r = p->Irecv(rc, 1, &data, &cap, &tag, nullptr, nullptr, &q);
+      rrNcclResult_t r = p->Irecv(rc, 1, &data, &cap, &tag, &rmh[kr], nullptr, &q);
       if (r != rrNcclSuccess) { st.err = r; break; }
       if (q) rreq[kr] = q, rseq[kr] = next_post++, idle = false;
     }
@@ -255,12 +293,18 @@ int main(int argc, char** argv) {
           }
           st.bytes += size;
           ++st.recv;
+          rdone[ko] = rseq[ko] + 1;
+          poison(ko, rseq[ko]);
         }
       }
     }
     if (idle) sched_yield();
   }
   if (st.err) first_err = rr::NowMs(), st.err_after_ms = first_err - t0;
+  if (!st.err && !st.hang) {  // the last buffers stay the application's: nothing may land in them late
+    usleep(200000);
+    for (int k = 0; k < kWindow; ++k) late_check(k);
+  }
   PrintResult(st, last_recv > first_recv ? st.bytes * 8.0 / ((last_recv - first_recv) * 1e3) : 0.0);
   // Let the peer finish reading our terminator and acks before closing.
   if (!st.err && !st.hang) {
@@ -269,6 +313,7 @@ int main(int argc, char** argv) {
       usleep(1000);
     }
   }
+  for (int k = 0; k < kWindow; ++k) p->DeregMr(sc, smh[k]), p->DeregMr(rc, rmh[k]);
   p->CloseSend(sc);
   p->CloseRecv(rc);
   p->Finalize(ctx);

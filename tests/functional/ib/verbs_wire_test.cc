@@ -7,13 +7,16 @@
 //   in RNR_RETRY_EXC_ERR; a bad rkey is REM_ACCESS_ERR and moves the responder QP to ERR; a PSN ahead
 //   of the responder's, a black hole at the responder's port and a dead responder end in
 //   RETRY_EXC_ERR; a PSN behind it is a duplicate (acknowledged, not executed); ack-only loss at the
-//   responder lands the data but fails the requester; a dead process's host index is reclaimed.
+//   responder lands the data but fails the requester; a dead process's host index is reclaimed; faults
+//   written into the running responder's FAKEVERBS_CONTROL FIFO take effect (black hole, port down / up
+//   with their async events, heal) and bad commands are refused; txloss at the responder is one-way.
 // Needs RERAIL_IB_LIB=<libfakeverbs.so> (ctest ib_fake_verbs_wire); the fabric's directory is made here
 // (FAKEVERBS_WIRE, inherited by the children) and removed at exit.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -21,6 +24,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -167,6 +171,18 @@ int ChildMain(int rnr_retry, int psn_skew) {
       out << "end";
     } else if (cmd == "state") {
       out << s.qp->QueryState();
+    } else if (cmd == "port") {  // fake0's port state (enum ibv_port_state)
+      vx::PortAttr a{};
+      out << (s.dev->lib().query_port(s.dev->context(), 1, &a) == 0 ? std::to_string(a.state) : "query failed");
+    } else if (cmd == "event") {  // the next async event of fake0's context (2 s at most)
+      pollfd p{reinterpret_cast<const vx::ContextHead*>(s.dev->context())->async_fd, POLLIN, 0};
+      vx::AsyncEvent e{};
+      if (poll(&p, 1, 2000) == 1 && s.dev->lib().get_async_event(s.dev->context(), &e) == 0) {
+        out << e.event_type;
+        s.dev->lib().ack_async_event(&e);
+      } else {
+        out << "none";
+      }
     } else if (cmd == "exit") {
       _exit(0);
     } else {
@@ -180,13 +196,15 @@ int ChildMain(int rnr_retry, int psn_skew) {
 class VerbsWire : public ::testing::Test {
  protected:
   // Starts the responder process; peer_ = what it sent to connect to it.
-  void Spawn(int child_rnr_retry = 7, int child_psn_skew = 0) {
+  // control: the child's FAKEVERBS_CONTROL (that process only; this one reads no commands).
+  void Spawn(int child_rnr_retry = 7, int child_psn_skew = 0, const std::string& control = "") {
     int sv[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     pid_ = fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
       dup2(sv[1], 3);  // clears FD_CLOEXEC on 3
+      if (!control.empty()) setenv("FAKEVERBS_CONTROL", control.c_str(), 1);
       std::string r = std::to_string(child_rnr_retry), p = std::to_string(child_psn_skew);
       execl(g_self.c_str(), g_self.c_str(), "--wire-child", r.c_str(), p.c_str(), static_cast<char*>(nullptr));
       _exit(127);
@@ -205,8 +223,8 @@ class VerbsWire : public ::testing::Test {
   }
 
   // Starts the responder and connects to it (requester QP options `opt`).
-  void Start(const QpOptions& opt, int child_rnr_retry = 7, int child_psn_skew = 0) {
-    Spawn(child_rnr_retry, child_psn_skew);
+  void Start(const QpOptions& opt, int child_rnr_retry = 7, int child_psn_skew = 0, const std::string& control = "") {
+    Spawn(child_rnr_retry, child_psn_skew, control);
     ASSERT_TRUE(side_.Open(opt).ok());
     for (size_t i = 0; i < kBuf; ++i) side_.buf[i] = Pat(1, i);
     Hello mine = side_.Mine();
@@ -358,6 +376,77 @@ TEST_F(VerbsWire, AckLossAtTheResponderLandsTheDataButFailsTheRequester) {
   EXPECT_EQ(wc[0].status, vx::kWcRetryExcErr);
   EXPECT_EQ(Cmd("check 0 64 1"), "ok") << "the data landed, only its ack was lost";
   ASSERT_EQ(Cmd("fault 0"), "ok");
+}
+
+// Faults injected into the running responder from outside (FAKEVERBS_CONTROL, a FIFO the responder's
+// HCA thread reads), as a test script does: each takes effect with the same semantics as the in-process
+// control API, and the responder records it in <fifo>.applied.
+TEST_F(VerbsWire, ControlChannelFaultsAndHealsARunningProcess) {
+  const std::string ctl = std::string(getenv("FAKEVERBS_WIRE")) + "/ctl-" + std::to_string(getpid());
+  Start(QpOptions(), 7, 0, ctl);
+  ASSERT_TRUE(Write(1, 0, 64, 4096).ok());  // control: no fault
+  auto wc = side_.Wait(1, 5000);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, vx::kWcSuccess);
+  size_t applied = 0;
+  // Writes a command to the FIFO and waits (5 s at most) for its outcome line in <fifo>.applied.
+  auto command = [&](const std::string& c) {
+    FILE* f = fopen(ctl.c_str(), "w");  // never blocks: the responder holds the FIFO open
+    if (!f) return std::string("cannot open ") + ctl;
+    fprintf(f, "%s\n", c.c_str());
+    fclose(f);
+    for (int i = 0; i < 500; ++i) {
+      std::ifstream in(ctl + ".applied");
+      std::vector<std::string> lines;
+      for (std::string l; std::getline(in, l);) lines.push_back(l);
+      if (lines.size() > applied) return lines[applied++];
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::string("not applied");
+  };
+  EXPECT_EQ(command("blackhole fake0"), "blackhole fake0 -> ok");
+  ASSERT_TRUE(Write(2, 0, 64, 0).ok());
+  wc = side_.Wait(1, 5000);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, vx::kWcRetryExcErr) << "the black hole commanded from outside";
+  EXPECT_EQ(Cmd("check 0 64 99"), "ok") << "nothing lands in a black hole";
+  EXPECT_EQ(Cmd("check 4096 64 1"), "ok") << "the write before it landed";
+  EXPECT_EQ(command("down fake0"), "down fake0 -> ok (PORT_ERR)");
+  EXPECT_EQ(Cmd("port"), std::to_string(vx::kPortDown));
+  EXPECT_EQ(Cmd("event"), std::to_string(vx::kEventPortErr));
+  EXPECT_EQ(command("up fake0"), "up fake0 -> ok (PORT_ACTIVE)");
+  EXPECT_EQ(Cmd("port"), std::to_string(vx::kPortActive));
+  EXPECT_EQ(Cmd("event"), std::to_string(vx::kEventPortActive));
+  EXPECT_EQ(command("down fake0"), "down fake0 -> ok (PORT_ERR)");
+  EXPECT_EQ(command("heal fake0"), "heal fake0 -> ok (PORT_ACTIVE)") << "heal clears the black hole and the down port";
+  EXPECT_EQ(command("frobnicate fake0"), "frobnicate fake0 -> error: unknown command frobnicate");
+  EXPECT_EQ(command("down fake9"), "down fake9 -> error: want down|up|blackhole|ackloss|txloss|heal|fatal <device> or stats");
+  std::string stats = command("stats");
+  EXPECT_NE(stats.find("fake0 tx_requests="), std::string::npos) << stats;
+  EXPECT_NE(stats.find("fake0 tx_requests=0 tx_bytes=0 rx_requests=1 rx_bytes=64"), std::string::npos) << "the one WRITE that landed: " << stats;
+}
+
+// txloss is one-way: what the faulted port sends is lost, what it receives still lands and is answered
+// (rerail's acks from that port vanish while the data towards it completes).
+TEST_F(VerbsWire, TxLossAtTheResponderStillLandsAndAnswersItsRequests) {
+  const std::string ctl = std::string(getenv("FAKEVERBS_WIRE")) + "/ctl-tx-" + std::to_string(getpid());
+  Start(QpOptions(), 7, 0, ctl);
+  FILE* f = fopen(ctl.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fprintf(f, "txloss fake0\n");
+  fclose(f);
+  std::string applied;
+  for (int i = 0; i < 500 && applied.empty(); ++i) {
+    std::ifstream in(ctl + ".applied");
+    std::getline(in, applied);
+    if (applied.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(applied, "txloss fake0 -> ok");
+  ASSERT_TRUE(Write(1, 0, 64, 0).ok());
+  auto wc = side_.Wait(1, 5000);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, vx::kWcSuccess) << "requests into a txloss port land and are answered";
+  EXPECT_EQ(Cmd("check 0 64 1"), "ok");
 }
 
 // A process killed without cleaning up leaves its claim (<dir>/host<h>.pid); the next process to join
