@@ -223,8 +223,8 @@ class HostLink {
   static HostLink* Create(Fabric& f, const std::string& dir, int* host);  // null (+ message) on failure
   void Start();  // link_mu held, mu not: binds host<h>.sock, starts the thread
   void Stop();   // link_mu held, mu not: joins the thread, closes every socket
-  // One step of a QP whose responder is on another host: new sends (and RNR waits). Run by every
-  // poll_cq; the thread runs it too and alone decides retry timeouts, after reading its sockets.
+  // One step of a QP whose responder is on another host: timers, new sends. Run by every poll_cq and
+  // by the thread (so WRs leave and time out without the application polling).
   void Progress(Qp* q, Clock::time_point now);
   void Kick();  // WRs were posted: the thread sends them now
 

@@ -281,17 +281,11 @@ struct HostLink::Impl {
   }
 
   // The retry clocks of q's oldest WR on the wire (fails it or rewinds q); false: q sends nothing now.
-  // Only the HCA thread decides a timeout (`decide`), right after it read what the other hosts sent: an
-  // application thread polling its CQ while the HCA thread waits for the CPU would otherwise fail WRs
-  // whose answers are already in the socket (a real HCA does not share the host's CPUs; measured:
-  // both rails of a pair failing RETRY_EXC_ERR together with no fault, at load 7.5 on 2 cores).
-  bool Timers(Qp* q, const Conn* c, Clock::time_point now, bool decide) {
+  bool Timers(Qp* q, const Conn* c, Clock::time_point now) {
     if (q->emitted > 0 && q->timeout != 0) {
       SendOp& front = q->sq.front();
       if (Pending(c)) {
         front.first_try = front.sent_at = now;  // still leaving this host: no ack can be due yet
-      } else if (!decide) {
-        // the HCA thread's next round decides
       } else if (Ms(now - front.first_try) >= DeadPathMs(q)) {
         FailFront(q, vx::kWcRetryExcErr);
         return false;
@@ -334,13 +328,13 @@ struct HostLink::Impl {
           h.code, h.psn, static_cast<unsigned long long>(h.seq), static_cast<unsigned long long>(h.length));
   }
 
-  void Progress(Qp* q, Clock::time_point now, bool decide) {
+  void Progress(Qp* q, Clock::time_point now) {
     if (q->sq.empty()) return;
     Device* ld = DevOf(q);
     if (!PortUp(ld)) return FailFront(q, vx::kWcLocQpOpErr);
     Conn* c = nullptr;
     if (auto it = to_host.find(q->dest_host); it != to_host.end()) c = conns[it->second].get();
-    if (!Timers(q, c, now, decide)) return;
+    if (!Timers(q, c, now)) return;
     std::vector<uint8_t> bytes;
     for (int n = 0; n < f.burst && q->emitted < q->sq.size(); ++n) {
       SendOp& op = q->sq[q->emitted];
@@ -667,7 +661,7 @@ struct HostLink::Impl {
     Clock::time_point now = Clock::now();
     for (auto& [qpn, q] : f.qps) {
       if (q->dest_host < 0 || q->dest_host == host || q->head.state != vx::kQpsRts) continue;
-      Progress(q, now, /*decide*/ true);
+      Progress(q, now);
       busy = busy || !q->sq.empty();
     }
     return busy;
@@ -756,7 +750,7 @@ void HostLink::Stop() {
   PrintStats();
 }
 
-void HostLink::Progress(Qp* q, Clock::time_point now) { impl_->Progress(q, now, /*decide*/ false); }
+void HostLink::Progress(Qp* q, Clock::time_point now) { impl_->Progress(q, now); }
 
 void HostLink::Kick() {
   if (impl_->running) impl_->Wake();
