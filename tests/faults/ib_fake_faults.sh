@@ -7,7 +7,7 @@
 # both ways (window 8, sizes vary, content and order checked) while this script writes commands into
 # each process's FAKEVERBS_CONTROL FIFO on a schedule (tests/fakeverbs/README.md):
 #   down       host 0's fake0 port down at 1.0 s, up at 2.0 s (PORT_ERR / PORT_ACTIVE): failover, then
-#              failback, both hosts
+#              failback, both hosts, before the stream ends at 5 s
 #   blackhole  host 0's fake0 drops everything from 1.0 s (no event: RETRY_EXC_ERR or the stall
 #              watchdog, RERAIL_STALL_MS=300): failover on both hosts
 #   flap       host 0's fake0 down / up every 200 ms for 5 s (25 changes)
@@ -174,7 +174,9 @@ seen() {
 }
 
 run_down() {
-  start_peers down 3500 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  # 3 s after the port comes back for both failbacks: at load 10 on 2 cores a peer was seen stalled for
+  # 1-2 s (its "HCA" thread too), and 1.5 s left 1 run in 20 without host 0's failback.
+  start_peers down 5000 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
   at 1000; ctl 0 "down fake0" >/dev/null
   at 2000; ctl 0 "up fake0" >/dev/null
   finish_peers
