@@ -29,6 +29,11 @@ std::vector<uint64_t> RailGens(const RailSignals* rails, size_t n) {
   return g;
 }
 
+// RERAIL_CONNECT_TIMEOUT_MS has passed since `since_ns` (connect and accept stop waiting for a link).
+bool ConnectTimedOut(uint64_t since_ns) {
+  return NowNs() - since_ns >= static_cast<uint64_t>(Params::Int(ParamId::ConnectTimeoutMs)) * 1000000ull;
+}
+
 // The bytes per rail a driver counted since the last call, onto the board (sent or received).
 void BoardBytes(rails::BoardWriter* board, const std::vector<uint64_t>& counted, std::vector<uint64_t>* reported,
                 bool sent) {
@@ -174,8 +179,7 @@ Status IbSendComm::PollConnect(bool* ready) {
   }
   RR_CHECK(Progress());  // the hellos go out, their answers come in
   for (size_t i = 0; i < plan_.size() && !*ready; ++i) *ready = drv_->connected(static_cast<int>(i));
-  if (!*ready && NowNs() - boot_ns_ >= static_cast<uint64_t>(Params::Int(ParamId::ConnectTimeoutMs)) * 1000000ull)
-    *ready = true;
+  if (!*ready && ConnectTimedOut(boot_ns_)) *ready = true;
   return Status::Ok();
 }
 
@@ -413,17 +417,11 @@ Status IbListenComm::Accept(std::unique_ptr<IbRecvComm>* out) {
   }
   // An error (the sender went away) is the recv comm's to report, at its first call.
   Status st = pending_->Progress();
-  bool waited = NowNs() - pending_ns_ >= static_cast<uint64_t>(Params::Int(ParamId::ConnectTimeoutMs)) * 1000000ull;
-  if (st.ok() && !waited && !pending_->AnyLinkUp()) return Status::Ok();
+  if (st.ok() && !ConnectTimedOut(pending_ns_) && !pending_->AnyLinkUp()) return Status::Ok();
   *out = std::move(pending_);
   return Status::Ok();
 }
 
-bool IbRecvComm::AnyLinkUp() const {
-  for (int i = 0; i < kMaxRails; ++i) {
-    if (drv_.connected(i)) return true;
-  }
-  return false;
-}
+bool IbRecvComm::AnyLinkUp() const { return drv_.AnyLinkUp(); }
 
 }  // namespace rr::net

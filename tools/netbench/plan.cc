@@ -284,6 +284,16 @@ static Status PostRetry(ReqQueue& q, void* buf, size_t size, void* mh, uint64_t 
   }
 }
 
+RttStats SummariseRtts(uint64_t t0, uint64_t end, uint64_t iters, std::vector<uint64_t>* rtts) {
+  RttStats r;
+  r.mean_us = iters ? static_cast<double>(end - t0) * 1e-3 / static_cast<double>(iters) : 0;
+  if (!rtts->empty()) {
+    std::nth_element(rtts->begin(), rtts->begin() + rtts->size() / 2, rtts->end());
+    r.p50_us = static_cast<double>((*rtts)[rtts->size() / 2]) * 1e-3;
+  }
+  return r;
+}
+
 Status PingPong(netdrv::NetPlugin& net, void* send_comm, void* recv_comm, size_t size, uint64_t warmup,
                 uint64_t iters, bool initiator, uint64_t timeout_ms, RttStats* rtt) {
   std::vector<char> sbuf(size + 64, 0x11), rbuf(size + 64, 0);
@@ -309,9 +319,7 @@ Status PingPong(netdrv::NetPlugin& net, void* send_comm, void* recv_comm, size_t
   }
   uint64_t end = NowNs();
   rtts.push_back(end - tm);
-  rtt->mean_us = iters ? static_cast<double>(end - t0) * 1e-3 / static_cast<double>(iters) : 0;
-  std::nth_element(rtts.begin(), rtts.begin() + rtts.size() / 2, rtts.end());
-  rtt->p50_us = static_cast<double>(rtts[rtts.size() / 2]) * 1e-3;
+  *rtt = SummariseRtts(t0, end, iters, &rtts);
   if (st.ok()) st = FromNccl(net.DeregMr(send_comm, smh), "deregMr send");
   if (st.ok()) st = FromNccl(net.DeregMr(recv_comm, rmh), "deregMr recv");
   if (!st.ok()) {

@@ -80,5 +80,8 @@ struct RttStats {
 };
 Status PingPong(netdrv::NetPlugin& net, void* send_comm, void* recv_comm, size_t size, uint64_t warmup,
                 uint64_t iters, bool initiator, uint64_t timeout_ms, RttStats* rtt);
+// The figures of a timed ping-pong: `iters` round trips from t0 to end (ns), `rtts` the measured ones
+// (reordered here) — mean over the span, median of the samples.
+RttStats SummariseRtts(uint64_t t0, uint64_t end, uint64_t iters, std::vector<uint64_t>* rtts);
 
 }  // namespace rr::netbench

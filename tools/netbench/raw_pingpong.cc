@@ -118,9 +118,7 @@ Status RawTcpPingPong(size_t size, uint64_t warmup, uint64_t iters, uint64_t tim
     st = Status::Internal("raw ping-pong: the echoing child failed (status " + std::to_string(ws) + ")");
   RR_CHECK(st);
   rtts.push_back(end - tm);
-  rtt->mean_us = static_cast<double>(end - t0) * 1e-3 / static_cast<double>(iters);
-  std::nth_element(rtts.begin(), rtts.begin() + rtts.size() / 2, rtts.end());
-  rtt->p50_us = static_cast<double>(rtts[rtts.size() / 2]) * 1e-3;
+  *rtt = SummariseRtts(t0, end, iters, &rtts);
   return Status::Ok();
 }
 

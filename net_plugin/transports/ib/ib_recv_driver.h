@@ -69,6 +69,12 @@ class IbRecvDriver {
   };
   const Stats& stats() const { return stats_; }
   bool connected(int link) const { return link < static_cast<int>(links_.size()) && links_[link].up; }
+  bool AnyLinkUp() const {
+    for (const Link& l : links_) {
+      if (l.up) return true;
+    }
+    return false;
+  }
   // The local rail a link was accepted on (-1: no such link yet).
   int link_rail(int link) const { return link >= 0 && link < static_cast<int>(links_.size()) ? links_[link].rail : -1; }
   // The port monitor last reported this rail's port down (Accept refuses links on it).
