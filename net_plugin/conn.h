@@ -45,6 +45,7 @@
 // written by the link-monitor thread, read here without a lock).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -197,8 +198,8 @@ class SendComm final : public Comm, private CoreObserver {
     std::unique_ptr<Link> link;
     std::unique_ptr<Connector> connector;
     std::vector<TxStream> tx;
-    Frame in{};
-    size_t in_got = 0;
+    std::array<uint8_t, 16 * sizeof(Frame)> in{};  // control frames read ahead: in[in_pos, in_end)
+    size_t in_pos = 0, in_end = 0;
     uint64_t rail_gen = 0;
   };
 
@@ -236,12 +237,17 @@ class RecvComm final : public Comm, private CoreObserver {
 
  private:
   enum class Phase : uint8_t { kHeader, kPayload };
+  // One stream's read state. Bytes are read in as few recv calls as the data allows: a header and a
+  // small payload (an eager message) arrive together in `buf`; a chunk's payload is read straight into
+  // its destination with `buf` as the tail of the same call, which then holds the next header.
   struct RxStream {
     Phase phase = Phase::kHeader;
     Frame hdr{};
-    size_t hdr_got = 0;
+    bool have_hdr = false;   // hdr holds a whole header the core has not taken yet (kWait: parked)
     uint8_t* dst = nullptr;  // null: discard
     size_t remaining = 0;
+    std::vector<uint8_t> buf;  // read-ahead; allocated when the link attaches
+    size_t pos = 0, end = 0;   // unconsumed bytes: buf[pos, end)
   };
   struct RxLink {
     std::unique_ptr<Link> link;  // null while down
@@ -256,7 +262,11 @@ class RecvComm final : public Comm, private CoreObserver {
   void Attach(std::unique_ptr<Link> link, uint64_t now);
   void Sync();  // closes the transport objects of links the core dropped
   Status Progress(bool idle_acks);  // idle_acks: a call that reads nothing sends deferred acks
-  void ReadStream(int idx, int i, uint64_t now, bool* progressed);
+  void ReadStream(int idx, int i, uint64_t now);
+  // Reads more of stream i into its read-ahead buffer (after `want` bytes into `dst`, when given).
+  // False when nothing came (EAGAIN, or an error the core was told of); *drained when the socket had
+  // less than asked, so reading again now would only return EAGAIN.
+  bool Fill(int idx, int i, uint64_t now, uint8_t* dst, size_t want, size_t* placed, bool* drained);
   void FlushControl(uint64_t now);
   Status PollListener(uint64_t now);
   void PollRails(uint64_t now);
@@ -272,6 +282,7 @@ class RecvComm final : public Comm, private CoreObserver {
   std::unique_ptr<staging::Stager> stager_ = staging::Stager::FromParams();  // GPU buffers, RERAIL_FORCE_STAGING
   std::vector<LinkSample> samples_;
   uint64_t next_listen_poll_ns_ = 0;
+  uint64_t rx_events_ = 0;  // reads that returned bytes and headers taken: a test() that adds none is idle
 };
 
 class ListenComm {

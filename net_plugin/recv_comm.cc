@@ -12,6 +12,8 @@ namespace rr::net {
 
 namespace {
 constexpr size_t kScratchBytes = 1 << 16;
+// Per stream: a header and a small payload come in one recv (the 8-byte ping-pong's one recv).
+constexpr size_t kReadAheadBytes = 8192;
 constexpr uint64_t kListenPollNs = 2'000'000;  // how often a comm looks for re-connected rails
 }  // namespace
 
@@ -80,68 +82,116 @@ Status RecvComm::Irecv(void* data, size_t cap, void* phandle, Request** req) {
   r->slot = slot;
   ProfStart(cfg_.prof, r, phandle, cfg_.dev);
   *req = r;
-  (void)Progress(false);  // a failure found here is reported by test() on this request
+  // The I/O waits for test(), unless a header arrived before this receive was posted: it may be this
+  // receive's, so place it now. (No read pass here: on a ping-pong's critical path it costs a recv
+  // per stream that finds nothing.) A failure found here is reported by test() on this request.
+  for (const RxLink& l : links_) {
+    for (const RxStream& s : l.rx) {
+      if (s.have_hdr) return (void)Progress(false), Status::Ok();
+    }
+  }
   return Status::Ok();
 }
 
-// Reads one stream: a header, then its payload where the core says (the posted buffer, a stash copy,
-// or the scratch sink). A header whose receive is not posted yet stays parked until the next call.
-void RecvComm::ReadStream(int idx, int i, uint64_t now, bool* progressed) {
+// Reads more of stream i: `want` bytes into dst (a payload's destination, or the scratch sink), then
+// whatever fits of what follows into the stream's read-ahead buffer, in one call.
+bool RecvComm::Fill(int idx, int i, uint64_t now, uint8_t* dst, size_t want, size_t* placed, bool* drained) {
   RxLink& l = links_[idx];
+  RxStream& s = l.rx[i];
+  if (s.buf.empty()) s.buf.resize(kReadAheadBytes);
+  if (s.pos > 0) {  // keep the unconsumed bytes (a partial header) at the front
+    std::memmove(s.buf.data(), s.buf.data() + s.pos, s.end - s.pos);
+    s.end -= s.pos;
+    s.pos = 0;
+  }
+  // Behind a large payload only the next header is read ahead: the payload after it goes straight to
+  // its own destination (no copy). Behind a small one (or none) the whole buffer: small frames come
+  // in one call.
+  size_t tail = want >= s.buf.size() ? sizeof(Frame) : s.buf.size() - s.end;
+  if (s.end + tail > s.buf.size()) tail = s.buf.size() - s.end;
+  iovec iov[2];
+  int cnt = 0;
+  if (want > 0) iov[cnt++] = {dst, want};
+  if (tail > 0) iov[cnt++] = {s.buf.data() + s.end, tail};
+  size_t n = 0;
+  int err = 0;
+  IoState st = l.link->Readv(i, iov, cnt, &n, &err);
+  *placed = 0;
+  if (st == IoState::kAgain) return false;
+  if (st != IoState::kOk) {
+    bool peer_closed = st == IoState::kClosed || err == ECONNRESET;
+    core_.OnLinkError(now, idx, st == IoState::kClosed ? "closed by the sender" : std::string("receive failed: ") + strerror(err),
+                      peer_closed);
+    Sync();
+    return false;
+  }
+  ++rx_events_;
+  *placed = std::min(n, want);
+  s.end += n - *placed;
+  *drained = n < want + tail;
+  return true;
+}
+
+// Reads what one stream has: frames out of its read-ahead buffer, each header, then its payload where
+// the core says (the posted buffer, a stash copy, or the scratch sink). A header whose receive is not
+// posted yet stays parked until the next call. Returns once the stream is drained: a read that got
+// less than it asked for ends the pass, so a stream costs no extra EAGAIN read after its data.
+void RecvComm::ReadStream(int idx, int i, uint64_t now) {
+  RxLink& l = links_[idx];
+  bool drained = false;
   while (l.link) {
     RxStream& s = l.rx[i];
-    size_t n = 0;
-    int err = 0;
-    IoState st = IoState::kOk;
     if (s.phase == Phase::kHeader) {
-      if (s.hdr_got < sizeof(Frame)) {
-        st = l.link->Read(i, reinterpret_cast<uint8_t*>(&s.hdr) + s.hdr_got, sizeof(Frame) - s.hdr_got, &n, &err);
-        if (st == IoState::kOk) s.hdr_got += n;
+      if (!s.have_hdr) {
+        if (s.end - s.pos < sizeof(Frame)) {
+          size_t placed = 0;
+          if (drained || !Fill(idx, i, now, nullptr, 0, &placed, &drained)) return;
+          continue;
+        }
+        std::memcpy(&s.hdr, s.buf.data() + s.pos, sizeof(Frame));
+        s.pos += sizeof(Frame);
+        s.have_hdr = true;
       }
-      if (st == IoState::kOk && s.hdr_got == sizeof(Frame)) {
-        RxAction a = core_.OnFrame(now, idx, i, s.hdr);
-        Sync();
-        if (a.kind == RxAction::kWait || a.kind == RxAction::kFail || !l.link) return;
-        s.hdr_got = 0;
-        *progressed = true;
-        if (a.kind == RxAction::kNone) continue;
-        s.phase = Phase::kPayload;
-        s.dst = a.kind == RxAction::kDiscard ? nullptr : a.dst;
-        if (stager_) s.dst = stager_->Divert(idx * 256 + i, s.dst, a.len);  // issue 13: read into a slot
-        s.remaining = a.len;
-        continue;
-      }
-    } else if (s.dst != nullptr) {
-      st = l.link->Read(i, s.dst, s.remaining, &n, &err);
-      if (st == IoState::kOk) {
-        if (cfg_.board) cfg_.board->AddBytes(l.rail, 0, n);
-        s.dst += n;
-        s.remaining -= n;
-      }
-    } else {
-      if (scratch_.empty()) scratch_.resize(kScratchBytes);
-      st = l.link->Read(i, scratch_.data(), std::min(s.remaining, scratch_.size()), &n, &err);
-      if (st == IoState::kOk) s.remaining -= n;
+      RxAction a = core_.OnFrame(now, idx, i, s.hdr);
+      Sync();
+      if (a.kind == RxAction::kWait || a.kind == RxAction::kFail || !l.link) return;
+      s.have_hdr = false;
+      ++rx_events_;
+      if (a.kind == RxAction::kNone) continue;
+      s.phase = Phase::kPayload;
+      s.dst = a.kind == RxAction::kDiscard ? nullptr : a.dst;
+      if (stager_) s.dst = stager_->Divert(idx * 256 + i, s.dst, a.len);  // issue 13: read into a slot
+      s.remaining = a.len;
+      continue;
     }
-    if (st == IoState::kAgain) return;
-    if (st != IoState::kOk) {
-      bool peer_closed = st == IoState::kClosed || err == ECONNRESET;
-      core_.OnLinkError(now, idx, st == IoState::kClosed ? "closed by the sender" : std::string("receive failed: ") + strerror(err),
-                        peer_closed);
+    if (s.remaining > 0) {
+      size_t placed = 0;
+      if (s.end > s.pos) {  // read ahead with the header
+        placed = std::min(s.end - s.pos, s.remaining);
+        if (s.dst != nullptr) std::memcpy(s.dst, s.buf.data() + s.pos, placed);
+        s.pos += placed;
+      } else {
+        if (drained) return;
+        if (s.dst == nullptr && scratch_.empty()) scratch_.resize(kScratchBytes);
+        uint8_t* to = s.dst != nullptr ? s.dst : scratch_.data();
+        size_t want = s.dst != nullptr ? s.remaining : std::min(s.remaining, scratch_.size());
+        if (!Fill(idx, i, now, to, want, &placed, &drained)) return;
+      }
+      if (s.dst != nullptr) {
+        if (cfg_.board) cfg_.board->AddBytes(l.rail, 0, placed);
+        s.dst += placed;
+      }
+      s.remaining -= placed;
+      if (s.remaining > 0) continue;
+    }
+    s.phase = Phase::kHeader;
+    if (stager_ && !stager_->Land(idx * 256 + i)) {   // unpack the slot into the posted buffer first
+      (void)core_.Abort(stager_->error().code(), "landing a staged chunk failed: " + stager_->error().message());
       Sync();
       return;
     }
-    *progressed = true;
-    if (s.phase == Phase::kPayload && s.remaining == 0) {
-      s.phase = Phase::kHeader;
-      if (stager_ && !stager_->Land(idx * 256 + i)) {   // unpack the slot into the posted buffer first
-        (void)core_.Abort(stager_->error().code(), "landing a staged chunk failed: " + stager_->error().message());
-        Sync();
-        return;
-      }
-      core_.OnPayload(now, idx, i);
-      Sync();
-    }
+    core_.OnPayload(now, idx, i);
+    Sync();
   }
 }
 
@@ -214,20 +264,14 @@ Status RecvComm::Progress(bool idle_acks) {
   if (core_.state() == ConnState::kFailed) return core_.status();
   uint64_t now = NowNs();
   RR_CHECK(PollListener(now));
-  bool read_any = false;
-  if (core_.state() == ConnState::kActive) {
-    for (int pass = 0; pass < 64; ++pass) {
-      bool progressed = false;
-      for (size_t k = 0; k < links_.size(); ++k) {
-        for (int i = 0; links_[k].link && i < static_cast<int>(links_[k].rx.size()); ++i) {
-          ReadStream(static_cast<int>(k), i, now, &progressed);
-        }
-      }
-      read_any |= progressed;
-      if (!progressed || core_.state() != ConnState::kActive) break;
+  // Each stream is read until it is drained (ReadStream), so one pass over them is enough.
+  const uint64_t events_before = rx_events_;
+  for (size_t k = 0; k < links_.size() && core_.state() == ConnState::kActive; ++k) {
+    for (int i = 0; links_[k].link && i < static_cast<int>(links_[k].rx.size()); ++i) {
+      ReadStream(static_cast<int>(k), i, now);
     }
   }
-  core_.Poll(now, idle_acks && !read_any);
+  core_.Poll(now, idle_acks && rx_events_ == events_before);
   if (core_.state() == ConnState::kActive) {
     FlushControl(now);
     PollRails(now);

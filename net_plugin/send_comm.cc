@@ -131,7 +131,7 @@ void SendComm::Commands(uint64_t now) {
       l.link.reset();
       l.connector.reset();
       l.tx.clear();
-      l.in_got = 0;
+      l.in_pos = l.in_end = 0;
       continue;
     }
     LinkIdentity id;
@@ -168,7 +168,7 @@ void SendComm::PollConnector(int idx, uint64_t now) {
   l.connector.reset();
   l.link = std::move(link);
   l.tx.assign(l.link->streams(), TxStream{});
-  l.in_got = 0;
+  l.in_pos = l.in_end = 0;
   core_.OnLinkUp(now, idx);
 }
 
@@ -245,12 +245,30 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
   }
 }
 
+// Reads the receiver's control frames (acks, heartbeats, notices): up to 16 per recv; a read that
+// gets less than it asked for drains the socket, so no EAGAIN read follows it.
 void SendComm::ReadControl(int idx, uint64_t now) {
   TxLink& l = links_[idx];
+  bool drained = false;
   while (l.link) {
+    if (l.in_end - l.in_pos >= sizeof(Frame)) {
+      Frame f;
+      std::memcpy(&f, l.in.data() + l.in_pos, sizeof(Frame));
+      l.in_pos += sizeof(Frame);
+      core_.OnControl(now, idx, f);
+      Commands(now);
+      continue;
+    }
+    if (drained) return;
+    if (l.in_pos > 0) {  // a partial frame moves to the front
+      std::memmove(l.in.data(), l.in.data() + l.in_pos, l.in_end - l.in_pos);
+      l.in_end -= l.in_pos;
+      l.in_pos = 0;
+    }
+    size_t want = l.in.size() - l.in_end;
     size_t n = 0;
     int err = 0;
-    IoState st = l.link->Read(0, reinterpret_cast<uint8_t*>(&l.in) + l.in_got, sizeof(Frame) - l.in_got, &n, &err);
+    IoState st = l.link->Read(0, l.in.data() + l.in_end, want, &n, &err);
     if (st == IoState::kAgain) return;
     if (st != IoState::kOk) {
       bool peer_closed = st == IoState::kClosed || err == ECONNRESET;
@@ -259,11 +277,8 @@ void SendComm::ReadControl(int idx, uint64_t now) {
       Commands(now);
       return;
     }
-    l.in_got += n;
-    if (l.in_got < sizeof(Frame)) continue;
-    l.in_got = 0;
-    core_.OnControl(now, idx, l.in);
-    Commands(now);
+    l.in_end += n;
+    drained = n < want;
   }
 }
 

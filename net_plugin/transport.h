@@ -64,6 +64,10 @@ class Link {
   virtual const LinkIdentity& identity() const = 0;
   virtual IoState Writev(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) = 0;
   virtual IoState Read(int stream, void* buf, size_t len, size_t* n, int* err) = 0;
+  // Scatter read: fills iov[0], then iov[1], ... with what the stream has now (*n bytes in all). Lets
+  // a receiver take a chunk's payload straight into the posted buffer and the next frame header in the
+  // same call.
+  virtual IoState Readv(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) = 0;
   // "rail eth1 10.0.1.2:40112->10.0.1.1:5000 (2 streams)"
   virtual std::string Describe() const = 0;
   // The transport's send-side counters of one stream (TCP: TCP_INFO and SIOCOUTQ): bytes the peer's

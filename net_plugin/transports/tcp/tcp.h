@@ -55,6 +55,7 @@ class TcpLink final : public Link {
   const LinkIdentity& identity() const override { return id_; }
   IoState Writev(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) override;
   IoState Read(int stream, void* buf, size_t len, size_t* n, int* err) override;
+  IoState Readv(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) override;
   std::string Describe() const override { return desc_; }
   bool Sample(int stream, StreamSample* out) override;
 

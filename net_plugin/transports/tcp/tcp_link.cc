@@ -52,6 +52,24 @@ IoState TcpLink::Read(int stream, void* buf, size_t len, size_t* n, int* err) {
   }
 }
 
+IoState TcpLink::Readv(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = static_cast<size_t>(iovcnt);
+  for (;;) {
+    ssize_t r = recvmsg(fds_[stream], &msg, MSG_DONTWAIT);
+    if (r > 0) {
+      *n = static_cast<size_t>(r);
+      return IoState::kOk;
+    }
+    if (r == 0) return IoState::kClosed;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return IoState::kAgain;
+    *err = errno;
+    return IoState::kError;
+  }
+}
+
 bool TcpLink::Sample(int stream, StreamSample* out) {
   TcpProgress tp;
   if (!ReadTcpProgress(fds_[stream], &tp)) return false;
