@@ -261,7 +261,10 @@ class RecvComm final : public Comm, private CoreObserver {
 
   void Attach(std::unique_ptr<Link> link, uint64_t now);
   void Sync();  // closes the transport objects of links the core dropped
-  Status Progress(bool idle_acks);  // idle_acks: a call that reads nothing sends deferred acks
+  // idle_acks: a call that reads nothing sends deferred acks; want_seq: the receive test() waits for
+  // (the read pass stops once it is complete).
+  static constexpr uint64_t kNoSeq = UINT64_MAX;
+  Status Progress(bool idle_acks, uint64_t want_seq = kNoSeq);
   void ReadStream(int idx, int i, uint64_t now);
   // Reads more of stream i into its read-ahead buffer (after `want` bytes into `dst`, when given).
   // False when nothing came (EAGAIN, or an error the core was told of); *drained when the socket had
