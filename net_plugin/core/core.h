@@ -323,6 +323,10 @@ class SendCore final : public CoreBase {
   int LiveLinks() const;
   size_t eager_bytes() const { return eager_bytes_; }
   uint64_t posted() const { return next_seq_; }
+  // A posted send the receiver has not acknowledged. Eager sends complete before that (once written)
+  // and a 0-byte one (an end-of-stream marker) holds no eager bytes, so this, not eager_bytes(), is
+  // what a closing comm must wait for: until the ack, only this core can re-send it.
+  bool unacknowledged() const { return acked_ < next_seq_; }
   uint64_t acked() const { return acked_; }
   const Scheduler& scheduler() const { return sched_; }
 

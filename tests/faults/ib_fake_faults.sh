@@ -17,7 +17,8 @@
 #              healed rail carried nothing while faulted (< 64 KiB landed on either fake0) and carries
 #              the data again afterwards (> 4 MiB sent on fake0 by each host within 3 s of the heal)
 # and more of test_net_faults' cases (ackloss, txloss, txlossall, allblackhole, alldownup, fatal, earlydown,
-# earlyblackhole, lagging, eager, eagerlag, stripeflap, connectdown, pause, peerkill, soak: see each
+# earlyblackhole, lagging, eager, eagerlag, stripeflap, connectdown, pause, peerkill, eofclose, eofdead,
+# soak: see each
 # run_<name> below).
 # A scenario passes when both peers printed RESULT with bad=0, hang=0 and exit 0, every message one sent
 # (plus its 0-byte terminator) was received by the other, err=0 (alldown: err != 0 on both, exit 4),
@@ -31,7 +32,7 @@ peer=$1 so=$2 fv=$3
 shift 3
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(down blackhole flap alldown heal ackloss txloss txlossall allblackhole alldownup
-  fatal earlydown earlyblackhole lagging eager eagerlag stripeflap connectdown pause peerkill)  # soak by name (ctest ib_fake_faults_soak)
+  fatal earlydown earlyblackhole lagging eager eagerlag stripeflap connectdown pause peerkill eofclose eofdead)  # soak by name (ctest ib_fake_faults_soak)
 top=$(mktemp -d /tmp/rribf.XXXXXX)
 pids=()
 cleanup() {
@@ -432,6 +433,41 @@ run_peerkill() {
   kill_figures="host0 failed $waited ms after the kill"
 }
 
+# The 0-byte end-of-stream marker, its sender closing the comm as soon as it completed (eager: when
+# posted), on host 0's fake0 black-holed after warm-up (FAULT_PEER_LAST, one message): only the closing
+# comm can re-send it (RETRY_EXC_ERR fails fake0, the marker goes again on fake1), so close must linger
+# until it is acknowledged, not leave because a 0-byte send holds no eager byte. Host 1 must receive it;
+# closeSend must return within its linger bound (1 s; < 3 s here). `eofdead`: both of host 0's ports
+# black-holed, the marker cannot arrive: closeSend still returns within the bound.
+run_eofclose() {
+  local both=${1:-}
+  env0="FAULT_PEER_LAST=send FAULT_PEER_CLOSE_NOW=1" env1="FAULT_PEER_LAST=recv" \
+    start_peers eofclose 3000 FAULT_PEER_LAST_BYTES=0 RERAIL_STALL_MS=300
+  local _ closed
+  for _ in $(seq 400); do
+    grep -q READY "$work/out0" && grep -q READY "$work/out1" && break
+    sleep 0.05
+  done
+  ctl 0 "blackhole fake0" >/dev/null
+  [ -z "$both" ] || ctl 0 "blackhole fake1" >/dev/null
+  echo GO >&6
+  echo GO >&5
+  finish_peers
+  # eofdead: host 1 never gets the marker (hang=1, or an error once host 0 closed): host 0 alone is judged
+  [ -z "$both" ] || why=$(tr ';' '\n' <<<"$why" | grep -v '^ *$' | grep -v host1 | sed 's/$/;/' | tr -d '\n')
+  [ "$e0" = 0 ] || why+=" host0 exit $e0;"
+  [ "$(field "$r0" err)" = 0 ] || why+=" host0 err=$(field "$r0" err);"
+  [ "$(field "$r0" sent)" = 1 ] || why+=" host0 did not complete the 0-byte send;"
+  closed=$(sed -n 's/^CLOSED close_ms=//p' "$work/out0")
+  [ -n "$closed" ] && [ "$closed" -lt 3000 ] || why+=" host0's closeSend took ${closed:-forever} ms (bound: 1 s linger);"
+  eof_figures="closeSend ${closed:-?} ms"
+  [ -z "$both" ] || return 0
+  [ "$e1" = 0 ] || why+=" host1 exit $e1;"
+  [ "$(field "$r1" recv)" = 1 ] || why+=" host1 never received the 0-byte marker (recv=$(field "$r1" recv) err=$(field "$r1" err));"
+  expect_log 0 "$FAILOVER0" "failover of fake0 (black hole) while closing"
+}
+run_eofdead() { run_eofclose both; }
+
 # 20 s of random faults (down, black hole, ack loss, heal) every 0.3-1 s on a random host and rail,
 # never both rails of a pair at once; everything heals before the end.
 run_soak() {
@@ -460,15 +496,15 @@ failed=0
 echo "# ib_fake_faults: 2 hosts x 2 fake ports (FAKEVERBS_WIRE), RERAIL_TRANSPORT=ib, 256 KiB messages both ways"
 echo "# figures host0/host1: msgs sent/received per direction, MB received, longest gap between receives"
 for sc in "${scenarios[@]}"; do
-  start=$(now_ms) heal_figures="" kill_figures=""
+  start=$(now_ms) heal_figures="" kill_figures="" eof_figures=""
   case $sc in
     down | blackhole | flap | alldown | heal | ackloss | txloss | txlossall | allblackhole | alldownup | fatal | earlydown | earlyblackhole | lagging | eager | eagerlag | stripeflap | connectdown | pause | \
-      peerkill | soak)
+      peerkill | eofclose | eofdead | soak)
       env0="" env1="" msg="" ports=("fake0,fake1" "fake0,fake1")
       "run_$sc" ;;
     *) echo "ib_fake_faults: unknown scenario $sc" >&2; exit 2 ;;
   esac
-  verdict "$sc" "$start" "$(seen)${heal_figures:+, $heal_figures}${kill_figures:+, $kill_figures}"
+  verdict "$sc" "$start" "$(seen)${heal_figures:+, $heal_figures}${kill_figures:+, $kill_figures}${eof_figures:+, $eof_figures}"
 done
 [ $failed -eq 0 ] || { echo "ib_fake_faults: $failed scenario(s) FAILED"; exit 1; }
 echo "ib_fake_faults ok"
