@@ -102,6 +102,7 @@ struct ConnConfig {
   uint64_t connect_grace_ns = 1'000'000'000;  // how long connect waits for the primary before settling
   uint64_t backoff_min_ms = 100;
   uint64_t backoff_max_ms = 5000;
+  uint64_t probation_ms = 2000;
   CoreConfig core() const;  // the protocol's part
 };
 

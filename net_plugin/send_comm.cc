@@ -22,6 +22,7 @@ CoreConfig ConnConfig::core() const {
   c.connect_grace_ns = connect_grace_ns;
   c.backoff_min_ns = backoff_min_ms * 1000000ull;
   c.backoff_max_ns = backoff_max_ms * 1000000ull;
+  c.probation_ns = probation_ms * 1000000ull;
   c.loads = loads;
   return c;
 }

@@ -259,14 +259,25 @@ run_heal() {
 
 # ---- more of test_net_faults' cases, and the failure class only IB has -------------------------------
 
-# Ack-only loss at host 0's fake0 from 1.0 s: the data lands, the acks never come back (RETRY_EXC_ERR
-# on host 1's side, or the stall watchdog); the re-sent chunks of completed messages must be dropped.
+# Ack-only loss at host 0's fake0 from 1.0 s: the data lands, the acks never come back (the stall
+# watchdog, or RETRY_EXC_ERR); the re-sent chunks of completed messages must be dropped. Every probe of
+# fake0 is answered, so it fails back and fails again: its back-off must double each time (a failback
+# restarts it only after RERAIL_FAILBACK_PROBATION_MS, 2 s): at most 4 failbacks per host in the ~2.7 s
+# of loss (100+200+400+800 ms of back-off and a detection each; without the probation, 100 ms each
+# time: 6-7). RERAIL_IB_TIMEOUT=16 (1.07 s of RC retries, not 268 ms): while fake0 is failed, fake1 is
+# the last live link, which the stall watchdog never fails but a retry timeout does; the fake's timer
+# runs on its HCA threads, and on a loaded host one not scheduled for 268 ms failed it too (an error
+# at 4.8 s under load); fake0's ack loss is still found by the watchdog at ~340 ms.
 run_ackloss() {
-  start_peers ackloss 3500 RERAIL_STALL_MS=300
+  start_peers ackloss 3500 RERAIL_STALL_MS=300 RERAIL_IB_TIMEOUT=16
   at 1000; ctl 0 "ackloss fake0" >/dev/null
   finish_peers
   expect_clean
   expect_log 1 "$FAILOVER0" "failover of fake0 (the peer's acks lost)"
+  local h
+  for h in 0 1; do
+    [ "$(count $h "$FAILBACK0")" -le 4 ] || why+=" host$h: $(count $h "$FAILBACK0") failbacks of fake0 (back-off not doubling);"
+  done
 }
 
 # "Data landed, ack lost" at rerail's level: host 1's fake0 loses what it sends (one-way), so host 0's
