@@ -590,6 +590,41 @@ TEST(Core, ALinkFailingRightAfterItsFailbackBacksOffExponentially) {
   EXPECT_NEAR(double(fresh.waits[0]), double(cfg.backoff_min_ns), 2.0 * kMs);
 }
 
+// A 0-byte eager send completes on the sender once written, but the sender still holds it (it may have
+// to re-send it) until the ack: unacknowledged() is what a closing comm lingers on (eager_bytes() is
+// 0). The receiver acknowledges a 0-byte message at once, not with the deferred eager acks (its sender
+// is about to close; this receiver may never be called again to flush them); a 1-byte one waits.
+TEST(Core, AZeroByteSendIsHeldUntilAckedAndAcknowledgedAtOnce) {
+  Pair p(1, 1, Cfg());
+  for (int i = 0; i < 3; ++i) p.Step();
+  bool posted = false;
+  Msg m;
+  ASSERT_TRUE(p.send().Isend(p.now(), nullptr, 0, &m, &posted).ok());
+  ASSERT_TRUE(posted);
+  EXPECT_TRUE(p.send().unacknowledged());
+  EXPECT_EQ(p.send().eager_bytes(), 0u);
+  for (uint64_t size : {0, 1}) {
+    RecvCore recv(Cfg(), 0x1234, 4096, nullptr);
+    ASSERT_TRUE(recv.OnLinkUp(p.now(), 0, 0, 0, 1, "l0"));
+    Frame f;
+    while (recv.NextControl(p.now(), 0, &f)) {}  // the first heartbeat of a new link
+    std::vector<uint8_t> buf(8, 0);
+    Msg r;
+    ASSERT_TRUE(recv.Irecv(p.now(), buf.data(), buf.size(), &r, &posted, &r.slot).ok());
+    recv.Poll(p.now(), /*idle=*/false);
+    while (recv.NextControl(p.now(), 0, &f)) {}  // the credit
+    Frame d{FrameMagic(FrameType::kData) | kFrameEager, static_cast<uint32_t>(size), 0x1234, 0, 0, 0, size};
+    RxAction a = recv.OnFrame(p.now(), 0, 0, d);
+    if (a.kind != RxAction::kNone) recv.OnPayload(p.now(), 0, 0);
+    Completion c;
+    ASSERT_TRUE(recv.NextCompletion(&c)) << size;
+    recv.Poll(p.now() + kMs, /*idle=*/false);  // a busy pass: deferred eager acks stay deferred
+    bool acked = false;
+    while (recv.NextControl(p.now() + kMs, 0, &f)) acked |= TypeOf(f) == FrameType::kAck && f.seq == 1;
+    EXPECT_EQ(acked, size == 0) << "message of " << size << " bytes";
+  }
+}
+
 // The peer closing every link: orderly when everything was acknowledged, an error otherwise.
 TEST(Core, PeerCloseIsOrderlyOnlyWhenNothingIsOutstanding) {
   for (bool pending : {false, true}) {
