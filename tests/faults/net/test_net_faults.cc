@@ -450,7 +450,14 @@ TEST_F(NetFaults, UnpolledPeersCauseNoFalseFailover) {
   PeerResult a = pa.Finish(), b = pb.Finish();
   ExpectBothClean(a, b);
   for (const PeerResult* r : {&a, &b}) {
-    EXPECT_EQ(r->log.find("failed ("), std::string::npos) << "a link was failed while the peer only paused:\n" << r->log;
+    // A link the peer's close ended is not a false failover: a closing send comm drives I/O until its
+    // 0-byte terminator's ack is read, and may read the peer's orderly close with it.
+    std::istringstream lines(r->log);
+    std::string false_failure;
+    for (std::string l; std::getline(lines, l);) {
+      if (l.find("failed (") != std::string::npos && l.find("failed (peer closed the link)") == std::string::npos) false_failure += l + "\n";
+    }
+    EXPECT_EQ(false_failure, "") << "a link was failed while the peer only paused:\n" << r->log;
     EXPECT_GE(r->maxgap_ms, 1500) << "the pause really stopped the stream";
   }
 }
