@@ -103,6 +103,7 @@ struct ConnConfig {
   uint64_t connect_grace_ns = 1'000'000'000;  // how long connect waits for the primary before settling
   uint64_t backoff_min_ms = 100;
   uint64_t backoff_max_ms = 5000;
+  uint64_t probation_ms = 2000;
   CoreConfig core() const;  // the protocol's part
 };
 
@@ -176,8 +177,9 @@ struct LinkPlan {
 class SendComm final : public Comm, private CoreObserver {
  public:
   SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan);
-  // Closing: completed eager sends may still be unacknowledged (only the core's copies hold them);
-  // drives I/O for up to kEagerLingerMs until they are acked or no link is left, so close loses nothing.
+  // Closing: completed eager sends (0-byte ones too) may still be unacknowledged (only the core can
+  // re-send them); drives I/O for up to kEagerLingerMs until they are acked or the connection ended
+  // (failed, or closed by the peer), so close loses nothing and never waits longer than that.
   ~SendComm() override;
   // Connection setup (NCCL's connect polling): *ready once the comm may carry data.
   Status PollConnect(bool* ready);

@@ -145,6 +145,7 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.giveup_ns = static_cast<uint64_t>(Params::Int(ParamId::GiveupMs)) * 1000000ull;
   cfg_.backoff_min_ms = static_cast<uint64_t>(Params::Int(ParamId::FailbackMinMs));
   cfg_.backoff_max_ms = std::max<uint64_t>(cfg_.backoff_min_ms, Params::Int(ParamId::FailbackMaxMs));
+  cfg_.probation_ms = static_cast<uint64_t>(Params::Int(ParamId::FailbackProbationMs));
   // Board slot = NCCL device (IB ports with RERAIL_TRANSPORT=ib). The rtnetlink monitor watches TCP
   // interfaces only: with IB the IbEventMonitor reports port events (StartIbMonitor).
   if (Params::Bool(ParamId::Board)) StartBoard();

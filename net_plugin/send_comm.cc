@@ -22,6 +22,7 @@ CoreConfig ConnConfig::core() const {
   c.connect_grace_ns = connect_grace_ns;
   c.backoff_min_ns = backoff_min_ms * 1000000ull;
   c.backoff_max_ns = backoff_max_ms * 1000000ull;
+  c.probation_ns = probation_ms * 1000000ull;
   c.loads = loads;
   return c;
 }
@@ -102,13 +103,16 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
   Commands(now);  // the first connects
 }
 
+// Lingers while a completed send is unacknowledged (eager, 0-byte ones included), also with every link
+// failed: their re-probes may come back within the linger. A dead peer costs at most kEagerLingerMs.
 SendComm::~SendComm() {
   Deadline dl = Deadline::AfterMs(kEagerLingerMs);
-  while (core_.eager_bytes() > 0 && core_.state() == ConnState::kActive && core_.LiveLinks() > 0 && !dl.Expired()) {
+  while (core_.unacknowledged() && core_.state() == ConnState::kActive && !dl.Expired()) {
     if (!Progress().ok()) break;
   }
-  if (core_.eager_bytes() > 0) {
-    RR_INFO(log::kFlagNet, "conn %016lx closed with %zu eager bytes unacknowledged", static_cast<unsigned long>(conn_id_),
+  if (core_.unacknowledged() && core_.state() == ConnState::kActive) {
+    RR_INFO(log::kFlagNet, "conn %016lx closed with %lu message(s) (%zu eager bytes) unacknowledged",
+            static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(core_.posted() - core_.acked()),
             core_.eager_bytes());
   }
 }

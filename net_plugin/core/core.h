@@ -162,6 +162,10 @@ struct CoreConfig {
   uint64_t connect_grace_ns = 1'000'000'000;  // how long connect waits for the primary before settling
   uint64_t backoff_min_ns = 100'000'000;
   uint64_t backoff_max_ns = 5'000'000'000;
+  // RERAIL_FAILBACK_PROBATION_MS: a link re-admitted by a probe restarts its back-off from
+  // backoff_min_ns only once it stayed up this long; one that fails sooner (ack-only loss: the probe
+  // is answered, the data's acknowledgements are not) waits twice as long before its next probe.
+  uint64_t probation_ns = 2'000'000'000;
   RailLoad* loads = nullptr;  // per local rail, shared by a context's send comms (null: private)
 };
 
@@ -323,6 +327,10 @@ class SendCore final : public CoreBase {
   int LiveLinks() const;
   size_t eager_bytes() const { return eager_bytes_; }
   uint64_t posted() const { return next_seq_; }
+  // A posted send the receiver has not acknowledged. Eager sends complete before that (once written)
+  // and a 0-byte one (an end-of-stream marker) holds no eager bytes, so this, not eager_bytes(), is
+  // what a closing comm must wait for: until the ack, only this core can re-send it.
+  bool unacknowledged() const { return acked_ < next_seq_; }
   uint64_t acked() const { return acked_; }
   const Scheduler& scheduler() const { return sched_; }
 
@@ -356,6 +364,7 @@ class SendCore final : public CoreBase {
     uint64_t last_heard_ns = 0;
     uint64_t retry_at_ns = 0;
     uint64_t backoff_ns = 0;
+    uint64_t failback_ns = 0;        // when a probe last re-admitted it (0: not since its last failure)
     StallTracker stall;
     uint64_t acked_base = UINT64_MAX;  // the transport's acked-bytes count at the last report
   };

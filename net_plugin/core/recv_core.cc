@@ -258,7 +258,10 @@ bool RecvCore::Placing(const RxTracker::Slot* slot) const {
 
 void RecvCore::Complete(RxTracker::Slot* slot, const Frame& f) {
   if (!tracker_.Placed(slot, f)) return;
-  if (IsEager(f)) ++eager_unacked_, eager_unacked_bytes_ += static_cast<size_t>(slot->total);
+  // A 0-byte message (an end-of-stream marker) is acknowledged at once although eager: its sender is
+  // about to close, and a closing send comm lingers until the ack (up to 1 s) — this receiver may not
+  // be called again to flush a deferred one.
+  if (IsEager(f) && slot->total > 0) ++eager_unacked_, eager_unacked_bytes_ += static_cast<size_t>(slot->total);
   else ack_urgent_ = true;  // the sender's request waits for this ack
   // The ack may go (every byte is in place); NCCL gets the buffer back only once no late duplicate
   // is still writing into it (identical bytes, but NCCL may reuse the buffer at once).

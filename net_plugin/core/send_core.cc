@@ -272,7 +272,7 @@ void SendCore::OnControl(uint64_t now, int idx, const Frame& f) {
   l.last_heard_ns = now;
   if (l.fsm.state() == LinkState::kProbing) {
     SetState(idx, LinkState::kHealthy, "peer answered the probe (failback)");
-    l.backoff_ns = cfg_.backoff_min_ns;
+    l.failback_ns = now;  // the back-off restarts once it stays up for cfg_.probation_ns (FailLink)
     double before = sched_.BandwidthBps(idx);
     sched_.OnLinkBack(idx);
     RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) failed back: the rail's estimate restarts from %.0f Mb/s (was %.0f)",
@@ -321,6 +321,17 @@ void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer
                               Frame{FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(conn_id_), l.epoch,
                                     static_cast<uint64_t>(idx), 0, 0}});
   l.stall.Reset();
+  // Probation: only a link that stayed up for probation_ns since its failback starts over from the
+  // shortest back-off; one failing sooner keeps doubling it, so a link whose probes succeed but whose
+  // data path does not (ack-only loss) is not re-admitted, and its chunks re-sent, every few hundred ms.
+  if (l.failback_ns != 0 && now - l.failback_ns >= cfg_.probation_ns) l.backoff_ns = cfg_.backoff_min_ns;
+  if (l.failback_ns != 0 && now - l.failback_ns < cfg_.probation_ns) {
+    RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) failed %lu ms after its failback (probation %lu ms): next probe in %lu ms",
+            static_cast<unsigned long>(conn_id_), idx, l.spec.name.c_str(),
+            static_cast<unsigned long>((now - l.failback_ns) / 1000000), static_cast<unsigned long>(cfg_.probation_ns / 1000000),
+            static_cast<unsigned long>(l.backoff_ns / 1000000));
+  }
+  l.failback_ns = 0;
   l.retry_at_ns = now + l.backoff_ns;
   l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
   if (peer_closed) ++peer_closed_links_;

@@ -17,7 +17,8 @@
 #              healed rail carried nothing while faulted (< 64 KiB landed on either fake0) and carries
 #              the data again afterwards (> 4 MiB sent on fake0 by each host within 3 s of the heal)
 # and more of test_net_faults' cases (ackloss, txloss, txlossall, allblackhole, alldownup, fatal, earlydown,
-# earlyblackhole, lagging, eager, eagerlag, stripeflap, connectdown, pause, peerkill, soak: see each
+# earlyblackhole, lagging, eager, eagerlag, stripeflap, connectdown, pause, peerkill, eofclose, eofdead,
+# soak: see each
 # run_<name> below).
 # A scenario passes when both peers printed RESULT with bad=0, hang=0 and exit 0, every message one sent
 # (plus its 0-byte terminator) was received by the other, err=0 (alldown: err != 0 on both, exit 4),
@@ -31,7 +32,7 @@ peer=$1 so=$2 fv=$3
 shift 3
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(down blackhole flap alldown heal ackloss txloss txlossall allblackhole alldownup
-  fatal earlydown earlyblackhole lagging eager eagerlag stripeflap connectdown pause peerkill)  # soak by name (ctest ib_fake_faults_soak)
+  fatal earlydown earlyblackhole lagging eager eagerlag stripeflap connectdown pause peerkill eofclose eofdead)  # soak by name (ctest ib_fake_faults_soak)
 top=$(mktemp -d /tmp/rribf.XXXXXX)
 pids=()
 cleanup() {
@@ -258,14 +259,25 @@ run_heal() {
 
 # ---- more of test_net_faults' cases, and the failure class only IB has -------------------------------
 
-# Ack-only loss at host 0's fake0 from 1.0 s: the data lands, the acks never come back (RETRY_EXC_ERR
-# on host 1's side, or the stall watchdog); the re-sent chunks of completed messages must be dropped.
+# Ack-only loss at host 0's fake0 from 1.0 s: the data lands, the acks never come back (the stall
+# watchdog, or RETRY_EXC_ERR); the re-sent chunks of completed messages must be dropped. Every probe of
+# fake0 is answered, so it fails back and fails again: its back-off must double each time (a failback
+# restarts it only after RERAIL_FAILBACK_PROBATION_MS, 2 s): at most 4 failbacks per host in the ~2.7 s
+# of loss (100+200+400+800 ms of back-off and a detection each; without the probation, 100 ms each
+# time: 6-7). RERAIL_IB_TIMEOUT=16 (1.07 s of RC retries, not 268 ms): while fake0 is failed, fake1 is
+# the last live link, which the stall watchdog never fails but a retry timeout does; the fake's timer
+# runs on its HCA threads, and on a loaded host one not scheduled for 268 ms failed it too (an error
+# at 4.8 s under load); fake0's ack loss is still found by the watchdog at ~340 ms.
 run_ackloss() {
-  start_peers ackloss 3500 RERAIL_STALL_MS=300
+  start_peers ackloss 3500 RERAIL_STALL_MS=300 RERAIL_IB_TIMEOUT=16
   at 1000; ctl 0 "ackloss fake0" >/dev/null
   finish_peers
   expect_clean
   expect_log 1 "$FAILOVER0" "failover of fake0 (the peer's acks lost)"
+  local h
+  for h in 0 1; do
+    [ "$(count $h "$FAILBACK0")" -le 4 ] || why+=" host$h: $(count $h "$FAILBACK0") failbacks of fake0 (back-off not doubling);"
+  done
 }
 
 # "Data landed, ack lost" at rerail's level: host 1's fake0 loses what it sends (one-way), so host 0's
@@ -404,8 +416,11 @@ run_pause() {
   local h
   for h in 0 1; do
     # (the connection-level "closed the connection with a receive pending" at close is not a link: the
-    # peers leave receives posted after the last message, and the first to close ends the other's)
-    ! grep "failed (" "$work/log$h" | grep -qv "closed the connection with a receive pending" ||
+    # peers leave receives posted after the last message, and the first to close ends the other's; nor
+    # is a link of a closing send comm, driven until its 0-byte terminator's ack is read, that reads
+    # the peer's close with it: "failed (receiver closed the connection")
+    ! grep "failed (" "$work/log$h" | grep -v "closed the connection with a receive pending" |
+      grep -qv "failed (receiver closed the connection" ||
       why+=" host$h: a link was failed while the peer only paused;"
   done
   [ "$(field "$r0" maxgap_ms)" -ge 1500 ] 2>/dev/null || why+=" host0's pause did not stop the stream;"
@@ -431,6 +446,41 @@ run_peerkill() {
   [ $waited -lt 10000 ] || why+=" host0 took $waited ms to fail;"
   kill_figures="host0 failed $waited ms after the kill"
 }
+
+# The 0-byte end-of-stream marker, its sender closing the comm as soon as it completed (eager: when
+# posted), on host 0's fake0 black-holed after warm-up (FAULT_PEER_LAST, one message): only the closing
+# comm can re-send it (RETRY_EXC_ERR fails fake0, the marker goes again on fake1), so close must linger
+# until it is acknowledged, not leave because a 0-byte send holds no eager byte. Host 1 must receive it;
+# closeSend must return within its linger bound (1 s; < 3 s here). `eofdead`: both of host 0's ports
+# black-holed, the marker cannot arrive: closeSend still returns within the bound.
+run_eofclose() {
+  local both=${1:-}
+  env0="FAULT_PEER_LAST=send FAULT_PEER_CLOSE_NOW=1" env1="FAULT_PEER_LAST=recv" \
+    start_peers eofclose 3000 FAULT_PEER_LAST_BYTES=0 RERAIL_STALL_MS=300
+  local _ closed
+  for _ in $(seq 400); do
+    grep -q READY "$work/out0" && grep -q READY "$work/out1" && break
+    sleep 0.05
+  done
+  ctl 0 "blackhole fake0" >/dev/null
+  [ -z "$both" ] || ctl 0 "blackhole fake1" >/dev/null
+  echo GO >&6
+  echo GO >&5
+  finish_peers
+  # eofdead: host 1 never gets the marker (hang=1, or an error once host 0 closed): host 0 alone is judged
+  [ -z "$both" ] || why=$(tr ';' '\n' <<<"$why" | grep -v '^ *$' | grep -v host1 | sed 's/$/;/' | tr -d '\n')
+  [ "$e0" = 0 ] || why+=" host0 exit $e0;"
+  [ "$(field "$r0" err)" = 0 ] || why+=" host0 err=$(field "$r0" err);"
+  [ "$(field "$r0" sent)" = 1 ] || why+=" host0 did not complete the 0-byte send;"
+  closed=$(sed -n 's/^CLOSED close_ms=//p' "$work/out0")
+  [ -n "$closed" ] && [ "$closed" -lt 3000 ] || why+=" host0's closeSend took ${closed:-forever} ms (bound: 1 s linger);"
+  eof_figures="closeSend ${closed:-?} ms"
+  [ -z "$both" ] || return 0
+  [ "$e1" = 0 ] || why+=" host1 exit $e1;"
+  [ "$(field "$r1" recv)" = 1 ] || why+=" host1 never received the 0-byte marker (recv=$(field "$r1" recv) err=$(field "$r1" err));"
+  expect_log 0 "$FAILOVER0" "failover of fake0 (black hole) while closing"
+}
+run_eofdead() { run_eofclose both; }
 
 # 20 s of random faults (down, black hole, ack loss, heal) every 0.3-1 s on a random host and rail,
 # never both rails of a pair at once; everything heals before the end.
@@ -460,15 +510,15 @@ failed=0
 echo "# ib_fake_faults: 2 hosts x 2 fake ports (FAKEVERBS_WIRE), RERAIL_TRANSPORT=ib, 256 KiB messages both ways"
 echo "# figures host0/host1: msgs sent/received per direction, MB received, longest gap between receives"
 for sc in "${scenarios[@]}"; do
-  start=$(now_ms) heal_figures="" kill_figures=""
+  start=$(now_ms) heal_figures="" kill_figures="" eof_figures=""
   case $sc in
     down | blackhole | flap | alldown | heal | ackloss | txloss | txlossall | allblackhole | alldownup | fatal | earlydown | earlyblackhole | lagging | eager | eagerlag | stripeflap | connectdown | pause | \
-      peerkill | soak)
+      peerkill | eofclose | eofdead | soak)
       env0="" env1="" msg="" ports=("fake0,fake1" "fake0,fake1")
       "run_$sc" ;;
     *) echo "ib_fake_faults: unknown scenario $sc" >&2; exit 2 ;;
   esac
-  verdict "$sc" "$start" "$(seen)${heal_figures:+, $heal_figures}${kill_figures:+, $kill_figures}"
+  verdict "$sc" "$start" "$(seen)${heal_figures:+, $heal_figures}${kill_figures:+, $kill_figures}${eof_figures:+, $eof_figures}"
 done
 [ $failed -eq 0 ] || { echo "ib_fake_faults: $failed scenario(s) FAILED"; exit 1; }
 echo "ib_fake_faults ok"

@@ -19,6 +19,10 @@
 // and waits for GO on stdin; the sender sends one verified message of msg_bytes and tests it for up
 // to duration_ms (hang=1 when it never completes); the receiver receives and checks it, then never
 // calls the plugin again (NCCL has nothing more to receive on that comm) until duration_ms passed.
+// Env FAULT_PEER_LAST_BYTES=N: the size of that one message (default msg_bytes; 0: an end-of-stream
+// marker, which completes on the sender as soon as it is written). Env FAULT_PEER_CLOSE_NOW=1: the
+// sender closes its send comm as soon as the message completed (NCCL closing right after its last
+// send) and prints "CLOSED close_ms=N" (how long closeSend took) after the RESULT line.
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,8 +103,12 @@ rrNcclResult_t OneMessage(NetPlugin* p, void* comm, bool sender, std::vector<uin
 // FAULT_PEER_LAST: the last message of a job, after which its receiver stops polling. Before it,
 // 400 ms of small messages (ended by a 0-byte one) keep both sides polling, so every standby link
 // is connected and accepted on both sides whatever the machine's load.
-int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration_ms, size_t bytes) {
+int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration_ms, size_t bytes, bool* send_closed) {
   std::vector<uint64_t> buf(bytes / 8);
+  size_t last_bytes = bytes;
+  if (const char* lb = getenv("FAULT_PEER_LAST_BYTES")) last_bytes = std::min<size_t>(bytes, strtoull(lb, nullptr, 0) & ~size_t(7));
+  const char* cn = getenv("FAULT_PEER_CLOSE_NOW");
+  bool close_now = sender && cn != nullptr && std::string(cn) == "1";
   void* mh = nullptr;  // NCCL registers every buffer (IB needs it; TCP accepts it)
   if (p->RegMr(sender ? sc : rc, buf.data(), bytes, RR_NCCL_PTR_HOST, &mh) != rrNcclSuccess)
     return fprintf(stderr, "regMr failed\n"), 3;
@@ -125,15 +133,26 @@ int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration
   if (sender) Fill(buf.data(), buf.size(), 0);
   bool done = false;
   int size = -1;
-  rrNcclResult_t r = OneMessage(p, sender ? sc : rc, sender, &buf, mh, bytes, end, &done, &size);
+  rrNcclResult_t r = OneMessage(p, sender ? sc : rc, sender, &buf, mh, last_bytes, end, &done, &size);
   if (r != rrNcclSuccess) st.err = r, st.err_after_ms = rr::NowMs() - t0;
   st.hang = r == rrNcclSuccess && !done;
   if (done && sender) st.sent = 1;
   if (done && !sender) {
-    std::vector<uint64_t> want(bytes / 8);
+    std::vector<uint64_t> want(last_bytes / 8);
     Fill(want.data(), want.size(), 0);
-    st.bad = static_cast<size_t>(size) != bytes || memcmp(want.data(), buf.data(), bytes) != 0;
+    st.bad = static_cast<size_t>(size) != last_bytes || memcmp(want.data(), buf.data(), last_bytes) != 0;
     st.recv = 1, st.bytes = static_cast<uint64_t>(size);
+  }
+  if (close_now) {
+    p->DeregMr(sc, mh);
+    uint64_t c0 = rr::NowMs();
+    p->CloseSend(sc);
+    *send_closed = true;
+    PrintResult(st, 0);
+    printf("CLOSED close_ms=%" PRIu64 "\n", rr::NowMs() - c0);
+    fflush(stdout);
+    while (!end.Expired()) usleep(10000);
+    return st.err ? 4 : (st.hang ? 5 : 0);
   }
   PrintResult(st, 0);
   while (!end.Expired()) usleep(10000);  // the receiver stays silent; the sender waits for it to end
@@ -173,8 +192,9 @@ int main(int argc, char** argv) {
   if (!sc || !rc) return fprintf(stderr, "setup timed out\n"), 3;
   p->CloseListen(lc);
   if (const char* last = getenv("FAULT_PEER_LAST")) {
-    int rcode = LastMessage(p.get(), sc, rc, std::string(last) == "send", duration_ms, base);
-    p->CloseSend(sc);
+    bool send_closed = false;
+    int rcode = LastMessage(p.get(), sc, rc, std::string(last) == "send", duration_ms, base, &send_closed);
+    if (!send_closed) p->CloseSend(sc);
     p->CloseRecv(rc);
     p->Finalize(ctx);
     return rcode;

@@ -76,6 +76,8 @@ class Pair {
     bool reachable = true;     // connects succeed
     bool dark = false;         // a dead path whose connects still succeed: everything written is lost
     bool fwd_hole = false;     // one-way black hole: sender -> receiver only (acks still come back)
+    bool ack_loss = false;     // the data lands and is read, the transport's acknowledgements are lost
+                               // (IB ack-only loss): in flight forever, the stall watchdog fails it
     int connect_pending = -1;  // epoch of a connect in progress
     std::vector<std::deque<Item>> data;  // sender -> receiver in flight, per stream
     std::vector<std::deque<Item>> rxbuf;  // arrived (acknowledged by the receiver's kernel), not read yet
@@ -237,7 +239,7 @@ class Pair {
     if (l.dead_conn) return;
     if (!l.up || !l.rx_up) return;
     for (int s = 0; s < nstreams_ && !l.hole && !l.fwd_hole; ++s) {  // the receiver's kernel takes and acknowledges
-      for (auto& it : l.data[s]) l.acked[s] += sizeof(Frame) + it.hdr.len;
+      for (auto& it : l.data[s]) (l.ack_loss ? l.lost[s] : l.acked[s]) += sizeof(Frame) + it.hdr.len;
       while (!l.data[s].empty()) l.rxbuf[s].push_back(std::move(l.data[s].front())), l.data[s].pop_front();
     }
     for (int s = 0; s < nstreams_ && !recv_paused(); ++s) {  // the application reads what the core can place
@@ -506,6 +508,121 @@ TEST(Core, RailEventsFailAtOnceAndProbeAtOnce) {
   p.send().OnRail(p.now(), 1, false);
   for (int i = 0; i < 20 && !p.send().usable(1); ++i) p.Step();
   EXPECT_TRUE(p.send().usable(1)) << "probed and re-admitted at the link-up event, not after the 60 s back-off";
+}
+
+// Ack-only loss on link 1 (IB: the data lands, the RC acknowledgements never come back): every probe
+// is answered, so the link fails back, then fails again a stall time later. A link that failed back
+// restarts its back-off only after staying up for probation_ns: here each wait before a re-probe
+// doubles (min, 2 min, ... max) instead of the old min every time (probation 0: a failback and a
+// re-send of everything in flight every backoff_min + stall_ns). Once the loss is gone and the link
+// stayed up for the probation, a new failure is re-probed after backoff_min again.
+struct ProbeLog {
+  std::vector<uint64_t> waits;  // failure -> next probe, per failure of link 1
+  int failbacks = 0;
+  uint64_t failed_at = 0;
+  LinkState last = LinkState::kHealthy;
+  void Observe(Pair& p) {
+    LinkState st = p.send().link_state(1);
+    if (st == LinkState::kFailed && last != LinkState::kFailed) failed_at = p.now();
+    if (st == LinkState::kProbing && last == LinkState::kFailed) waits.push_back(p.now() - failed_at);
+    if (p.send().usable(1) && last == LinkState::kProbing) ++failbacks;
+    last = st;
+  }
+};
+
+ProbeLog AckLossOnLink1(Pair& p, uint64_t for_ns, std::deque<std::vector<Msg>>* keep) {
+  ProbeLog log;
+  p.link(1).ack_loss = true;
+  uint64_t end = p.now() + for_ns;
+  while (p.now() < end && p.send().state() == ConnState::kActive) {  // traffic all along
+    keep->push_back(Workload(std::vector<size_t>(64, 12000)));
+    p.Run(keep->back(), 8, end - p.now(), false, [&](int) { log.Observe(p); });
+  }
+  p.link(1).ack_loss = false;
+  EXPECT_EQ(p.send().state(), ConnState::kActive);
+  return log;
+}
+
+std::string Ms(const std::vector<uint64_t>& v) {
+  std::string s;
+  for (uint64_t x : v) s += std::to_string(x / kMs) + " ";
+  return s;
+}
+
+TEST(Core, ALinkFailingRightAfterItsFailbackBacksOffExponentially) {
+  CoreConfig cfg = Cfg();
+  cfg.backoff_min_ns = 50 * kMs;
+  cfg.backoff_max_ns = 800 * kMs;
+  cfg.probation_ns = 1000 * kMs;  // > stall_ns (100 ms): an ack-loss link fails well within it
+  const uint64_t kFor = 6000 * kMs;
+  std::deque<std::vector<Msg>> keep;  // the cores hold pointers into every posted message
+
+  CoreConfig old = cfg;
+  old.probation_ns = 0;  // the back-off restarted at every failback
+  Pair q(2, 1, old);
+  for (int i = 0; i < 5; ++i) q.Step();
+  ProbeLog before = AckLossOnLink1(q, kFor, &keep);
+
+  Pair p(2, 1, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  ProbeLog after = AckLossOnLink1(p, kFor, &keep);
+  std::printf("ack-only loss on link 1 for %llu ms: %d failbacks without probation (waits %s), %d with %llu ms (waits %s)\n",
+              static_cast<unsigned long long>(kFor / kMs), before.failbacks, Ms(before.waits).c_str(), after.failbacks,
+              static_cast<unsigned long long>(cfg.probation_ns / kMs), Ms(after.waits).c_str());
+  ASSERT_GE(before.waits.size(), 10u);
+  for (uint64_t w : before.waits) EXPECT_NEAR(double(w), double(old.backoff_min_ns), 2.0 * kMs) << Ms(before.waits);
+  ASSERT_GE(after.waits.size(), 6u) << Ms(after.waits);
+  for (size_t i = 0; i < after.waits.size(); ++i) {
+    uint64_t want = std::min(cfg.backoff_min_ns << std::min<size_t>(i, 20), cfg.backoff_max_ns);
+    EXPECT_NEAR(double(after.waits[i]), double(want), 2.0 * kMs) << "wait " << i << ": " << Ms(after.waits);
+  }
+  EXPECT_LT(after.failbacks * 3, before.failbacks);
+
+  // Healed: the link fails back, stays up past its probation; a new failure starts over from the minimum.
+  for (int i = 0; i < 5000 && !p.send().usable(1); ++i) p.Step();
+  ASSERT_TRUE(p.send().usable(1));
+  for (uint64_t t = p.now(); p.now() - t < cfg.probation_ns + 10 * kMs;) p.Step();
+  ASSERT_TRUE(p.send().usable(1)) << "a healthy link failed";
+  ProbeLog fresh;
+  p.Cut(1);
+  for (int i = 0; i < 3000 && fresh.waits.empty(); ++i) p.Step(), fresh.Observe(p);
+  ASSERT_EQ(fresh.waits.size(), 1u);
+  EXPECT_NEAR(double(fresh.waits[0]), double(cfg.backoff_min_ns), 2.0 * kMs);
+}
+
+// A 0-byte eager send completes on the sender once written, but the sender still holds it (it may have
+// to re-send it) until the ack: unacknowledged() is what a closing comm lingers on (eager_bytes() is
+// 0). The receiver acknowledges a 0-byte message at once, not with the deferred eager acks (its sender
+// is about to close; this receiver may never be called again to flush them); a 1-byte one waits.
+TEST(Core, AZeroByteSendIsHeldUntilAckedAndAcknowledgedAtOnce) {
+  Pair p(1, 1, Cfg());
+  for (int i = 0; i < 3; ++i) p.Step();
+  bool posted = false;
+  Msg m;
+  ASSERT_TRUE(p.send().Isend(p.now(), nullptr, 0, &m, &posted).ok());
+  ASSERT_TRUE(posted);
+  EXPECT_TRUE(p.send().unacknowledged());
+  EXPECT_EQ(p.send().eager_bytes(), 0u);
+  for (uint64_t size : {0, 1}) {
+    RecvCore recv(Cfg(), 0x1234, 4096, nullptr);
+    ASSERT_TRUE(recv.OnLinkUp(p.now(), 0, 0, 0, 1, "l0"));
+    Frame f;
+    while (recv.NextControl(p.now(), 0, &f)) {}  // the first heartbeat of a new link
+    std::vector<uint8_t> buf(8, 0);
+    Msg r;
+    ASSERT_TRUE(recv.Irecv(p.now(), buf.data(), buf.size(), &r, &posted, &r.slot).ok());
+    recv.Poll(p.now(), /*idle=*/false);
+    while (recv.NextControl(p.now(), 0, &f)) {}  // the credit
+    Frame d{FrameMagic(FrameType::kData) | kFrameEager, static_cast<uint32_t>(size), 0x1234, 0, 0, 0, size};
+    RxAction a = recv.OnFrame(p.now(), 0, 0, d);
+    if (a.kind != RxAction::kNone) recv.OnPayload(p.now(), 0, 0);
+    Completion c;
+    ASSERT_TRUE(recv.NextCompletion(&c)) << size;
+    recv.Poll(p.now() + kMs, /*idle=*/false);  // a busy pass: deferred eager acks stay deferred
+    bool acked = false;
+    while (recv.NextControl(p.now() + kMs, 0, &f)) acked |= TypeOf(f) == FrameType::kAck && f.seq == 1;
+    EXPECT_EQ(acked, size == 0) << "message of " << size << " bytes";
+  }
 }
 
 // The peer closing every link: orderly when everything was acknowledged, an error otherwise.
