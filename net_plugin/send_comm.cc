@@ -107,10 +107,13 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
 // failed: their re-probes may come back within the linger. A dead peer costs at most kEagerLingerMs.
 SendComm::~SendComm() {
   Deadline dl = Deadline::AfterMs(kEagerLingerMs);
-  while (core_.unacknowledged() && core_.state() == ConnState::kActive && !dl.Expired()) {
+  // Only a clean close lingers: requests NCCL still holds mean an abort (ncclCommAbort), which must
+  // not wait out the linger on every comm of a dead peer.
+  const bool clean = pool_.in_use() == 0;
+  while (clean && core_.unacknowledged() && core_.state() == ConnState::kActive && !dl.Expired()) {
     if (!Progress().ok()) break;
   }
-  if (core_.unacknowledged() && core_.state() == ConnState::kActive) {
+  if (clean && core_.unacknowledged() && core_.state() == ConnState::kActive) {
     RR_INFO(log::kFlagNet, "conn %016lx closed with %lu message(s) (%zu eager bytes) unacknowledged",
             static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(core_.posted() - core_.acked()),
             core_.eager_bytes());
