@@ -141,7 +141,7 @@ bool Scheduler::RailFull(int link, size_t chunk) const {
 bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const {
   if (RailFull(link, chunk)) return false;
   bool primary = eligible[0];
-  double best = std::numeric_limits<double>::infinity();
+  double best = std::numeric_limits<double>::infinity(), best_plain = best;
   double rest_bytes = static_cast<double>(pending), rest_bw = 0;
   double mine = Ect(link, chunk, primary);
   for (size_t i = 0; i < devs_.size(); ++i) {
@@ -149,13 +149,19 @@ bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk,
     if (!eligible[i]) continue;
     if (o == link) {
       best = std::min(best, mine);
+      best_plain = std::min(best_plain, mine);
       continue;
     }
     best = std::min(best, Ect(o, chunk, primary));
+    best_plain = std::min(best_plain, Ect(o, chunk, false));
     rest_bytes += static_cast<double>(std::max<int64_t>(rail_backlog(o), 0));
     rest_bw += Bw(o);
   }
-  if (mine <= best + 0.5 * static_cast<double>(chunk) / Bw(link)) return true;
+  // The bias keeps chunks off busy non-primary rails; it does not let the primary take a chunk that
+  // one of them would finish clearly sooner: such a chunk waits here until a rail drains (one
+  // connection striped over every rail: the primary's queue would set each message's completion).
+  double ref = link == 0 && primary ? best_plain : best;
+  if (mine <= ref + 0.5 * static_cast<double>(chunk) / Bw(link)) return true;
   // Backlogs are capped, so the comm's pending bytes wait here rather than in the kernel: a rail
   // that would not finish this chunk first still takes it if the others need longer than that for
   // everything pending (a slow rail keeps its share; the end of a message stays on the fast ones).

@@ -29,7 +29,10 @@
 //     idle rail is free capacity — a single channel striped over every rail (1 MiB of NCCL window
 //     per p2p channel: 0.25 -> 0.99 of 4 X with one channel), the end of a collective with one
 //     channel still busy and the other rails done. Moving chunks between equally fast, equally BUSY
-//     rails only adds head-of-line waits. A measurably slower primary (slow or congested rail, narrower
+//     rails only adds head-of-line waits. The bias never lets the primary itself take a chunk that
+//     another rail would finish clearly sooner by plain completion time: that chunk waits here for the
+//     first rail to drain (one connection striped over equal rails, rerail-perf -C 1: the primary took
+//     every chunk the others refused, and each ring loop waited for its queue). A measurably slower primary (slow or congested rail, narrower
 //     NIC) spills by plain completion time, and so does a comm whose primary failed.
 //   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the peer's TCP acknowledged the rail's
 //     bytes (tcpi_bytes_acked of every comm's links on that rail, summed), sampled over windows of

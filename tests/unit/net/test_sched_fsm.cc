@@ -83,6 +83,23 @@ TEST(Scheduler, ARailRunningDryTakesWorkFromABusyPrimary) {
   EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "the primary ran dry: it takes the work";
 }
 
+// One connection striped over equal rails (rerail-perf -C 1): the busy non-primary rails refuse more
+// than their dry share, and the primary took everything else (10 of a 16-chunk burst), so each
+// message waited for the primary's queue. The primary now keeps a chunk only if no other rail would
+// finish it clearly sooner (or the rest is long enough); the chunk waits for the first rail to drain.
+TEST(Scheduler, ThePrimaryDoesNotTakeWhatAnotherRailFinishesSooner) {
+  Scheduler s;
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr);
+  Load(s, 0, 6 * kChunk);
+  Load(s, 1, 3 * kChunk);
+  std::vector<bool> both{true, true};
+  EXPECT_FALSE(s.Admit(1, both, kChunk, kChunk)) << "rail 1 is busy (beyond two chunks): the bias keeps it";
+  EXPECT_FALSE(s.Admit(0, both, kChunk, kChunk)) << "rail 1 finishes this chunk 3 chunks sooner";
+  EXPECT_TRUE(s.Admit(0, both, kChunk, 16 * kChunk)) << "much pending: every rail works";
+  s.OnKernelQueue(1, kChunk);  // rail 1 drained to one chunk: running dry
+  EXPECT_TRUE(s.Admit(1, both, kChunk, kChunk));
+}
+
 // "Running dry" is judged beyond the bytes the path holds in flight: a fast rail with a long round
 // trip has more than two chunks in flight at full rate, and a bare chunk count would feed it only
 // when half of its pipe was empty (one comm on 4 x 400 Gbit/s at 10 us: 0.74 of the link sum).
