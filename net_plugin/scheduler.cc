@@ -138,34 +138,43 @@ bool Scheduler::RailFull(int link, size_t chunk) const {
   return static_cast<double>(rail_backlog(link)) + static_cast<double>(chunk) > cap;
 }
 
-bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const {
+bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending, bool* last) const {
+  if (last != nullptr) *last = false;
   if (RailFull(link, chunk)) return false;
   bool primary = eligible[0];
-  double best = std::numeric_limits<double>::infinity(), best_plain = best;
-  double rest_bytes = static_cast<double>(pending), rest_bw = 0;
+  // mine: this link's completion time as the policy sees it (kNever: the primary bias keeps this
+  // comm off it). The reference is where the chunk would complete first by plain completion time:
+  // the bias keeps chunks off busy non-primary rails, it does not make another rail (the primary, a
+  // slow rail) the best place for them.
   double mine = Ect(link, chunk, primary);
+  double best = std::numeric_limits<double>::infinity(), best_plain = best, best_bw = Bw(link);
+  double rest_bytes = static_cast<double>(pending), rest_bw = 0;
   for (size_t i = 0; i < devs_.size(); ++i) {
     int o = static_cast<int>(i);
-    if (!eligible[i]) continue;
-    if (o == link) {
-      best = std::min(best, mine);
-      best_plain = std::min(best_plain, mine);
-      continue;
-    }
+    if (!eligible[i] || o == link) continue;
     best = std::min(best, Ect(o, chunk, primary));
-    best_plain = std::min(best_plain, Ect(o, chunk, false));
+    double plain = Ect(o, chunk, false);
+    if (plain < best_plain) best_plain = plain, best_bw = Bw(o);
     rest_bytes += static_cast<double>(std::max<int64_t>(rail_backlog(o), 0));
     rest_bw += Bw(o);
   }
-  // The bias keeps chunks off busy non-primary rails; it does not let the primary take a chunk that
-  // one of them would finish clearly sooner: such a chunk waits here until a rail drains (one
-  // connection striped over every rail: the primary's queue would set each message's completion).
-  double ref = link == 0 && primary ? best_plain : best;
-  if (mine <= ref + 0.5 * static_cast<double>(chunk) / Bw(link)) return true;
-  // Backlogs are capped, so the comm's pending bytes wait here rather than in the kernel: a rail
-  // that would not finish this chunk first still takes it if the others need longer than that for
-  // everything pending (a slow rail keeps its share; the end of a message stays on the fast ones).
-  return rest_bw > 0 && mine <= rest_bytes / rest_bw;
+  // Half a chunk on the faster of the two: equal rails do not trade chunks back and forth, and a slow
+  // rail does not take a chunk that finishes half of ITS chunk time later than on a fast one.
+  double slack = 0.5 * static_cast<double>(chunk) / std::max(Bw(link), best_bw);
+  // Another rail that takes chunks now finishes the next one sooner: this link takes the LAST pending
+  // chunk, which finishes last wherever it goes (a message waits for its slowest chunk).
+  bool behind = best + slack < mine;
+  if (mine <= best_plain + slack) {
+    if (last != nullptr) *last = behind;
+    return true;
+  }
+  // Backlogs are capped, so the comm's pending bytes wait here rather than in the kernel: a rail that
+  // would not finish this chunk first still takes one if the others need longer than that for
+  // everything pending (a slow rail keeps its share; the end of a message stays on the fast ones) —
+  // the LAST pending one when another rail takes the next ones sooner.
+  bool rest = rest_bw > 0 && mine <= rest_bytes / rest_bw;
+  if (rest && last != nullptr) *last = behind;
+  return rest;
 }
 
 }  // namespace rr::net

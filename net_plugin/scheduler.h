@@ -128,7 +128,11 @@ class Scheduler {
   void Observe(uint64_t now_ns);
   // eligible[i]: link i may carry data at all (healthy, allowed by policy). Link 0 is the primary.
   // `pending`: the comm's bytes not handed to any link yet (the chunk included).
-  bool Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const;
+  // *last (optional): set when the link was admitted only because the other rails need longer than
+  // it for everything pending — the link should take the LAST pending chunk, which finishes last
+  // wherever it goes, not the next one: a message waits for its slowest chunk, and a slow rail given
+  // the next chunk would set the completion of the oldest message.
+  bool Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending, bool* last = nullptr) const;
   double BandwidthBps(int link) const { return Bw(link) * 8e9; }
   // The primary's measured bandwidth against the best other usable link's: below kDegradedSpeed it
   // is degraded, and stays so until it is back to kRecoveredSpeed (hysteresis). Only measured rails

@@ -182,12 +182,15 @@ struct BenchPoint {
 BenchPoint Bench(int rails, uint64_t bps, uint64_t delay_ns, uint64_t size, uint64_t span_ns, net::Policy policy,
                  int streams, uint32_t chunk, uint64_t sndbuf, int comms = 1, uint32_t last_div = 1);
 
-// rerail-perf over one connection per peer (-N 2 -C 1, both ranks on their own host, every channel's
-// device = rail 0): sendrecv (p2p: 128 KiB slices, 8 slots, each rank sends to and receives from the
+// rerail-perf -N 2 -C `channels` (both ranks on their own host; channel c's connections use device
+// c mod rails; -C 1: one connection per peer and direction, on primary rail 0): sendrecv (p2p: 128 KiB slices, 8 slots, each rank sends to and receives from the
 // other) or all_reduce (ring of 2: 1 MiB slices of 2 x 512 KiB steps, 4 slots, per 4 MiB loop each
 // rank sends 2 slices, receives-reduces-sends 2, receives 2). `size` bytes per collective, `warmup`
-// untimed then `iters` timed iterations. Production defaults: stripe, 128 KiB chunks, 2 streams.
-// busbw (n = 2: = algbw = size / iteration time) over the link sum of one direction.
+// untimed then `iters` timed iterations (`size` / channels per channel: a multiple of 4 MiB for
+// all_reduce). Production defaults: stripe, 128 KiB chunks, 2 streams.
+// busbw (n = 2: = algbw = size / iteration time) over the link sum of one direction. `quantum`: the
+// wires' round-robin segment (Scenario::quantum); larger ones hold a control frame (ack, credit)
+// longer behind the other direction's data, as a FIFO qdisc (tc tbf) does on the real fabric.
 struct PerfPoint {
   double link_sum_bps = 0;
   double busbw_bps = 0;
@@ -195,6 +198,7 @@ struct PerfPoint {
 };
 enum class PerfColl : uint8_t { kSendRecv, kAllReduce };
 PerfPoint PerfBench(PerfColl coll, int rails, uint64_t bps, uint64_t delay_ns, uint32_t last_div, uint64_t size,
-                    int warmup, int iters, const net::CoreConfig& core, int streams);
+                    int warmup, int iters, const net::CoreConfig& core, int streams, int channels = 1,
+                    uint64_t quantum = 64 << 10);
 
 }  // namespace rr::sim

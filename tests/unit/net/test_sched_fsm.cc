@@ -100,6 +100,23 @@ TEST(Scheduler, ThePrimaryDoesNotTakeWhatAnotherRailFinishesSooner) {
   EXPECT_TRUE(s.Admit(1, both, kChunk, kChunk));
 }
 
+// A message waits for its slowest chunk: a quarter-rate rail admitted because the fast one has more
+// to do than its own chunk takes must take the LAST pending chunk (the newest message's tail, which
+// finishes last anyway), not the next one of the oldest message (rerail-perf -C 1, X,X,X,X/4: each
+// ring loop waited 4 ms for it at 1 Gbit/s).
+TEST(Scheduler, ASlowerRailTakesTheLastPendingChunk) {
+  Scheduler s;
+  s.Reset({0, 1}, {1e9, 250e6}, nullptr);
+  std::vector<bool> both{true, true};
+  Load(s, 0, 2 * kChunk);  // the next chunk: 3 chunk times of the fast rail there, 4 on the slow one
+  bool last = false;
+  EXPECT_TRUE(s.Admit(1, both, kChunk, 16 * kChunk, &last)) << "the fast rail has 18 chunks' work: help";
+  EXPECT_TRUE(last) << "the fast rail finishes the next chunk sooner: take the tail";
+  EXPECT_FALSE(s.Admit(1, both, kChunk, kChunk, &last)) << "one chunk left: it finishes first on the fast rail";
+  EXPECT_TRUE(s.Admit(0, both, kChunk, 16 * kChunk, &last));
+  EXPECT_FALSE(last) << "the fast rail takes the next chunk";
+}
+
 // "Running dry" is judged beyond the bytes the path holds in flight: a fast rail with a long round
 // trip has more than two chunks in flight at full rate, and a bare chunk count would feed it only
 // when half of its pipe was empty (one comm on 4 x 400 Gbit/s at 10 us: 0.74 of the link sum).
