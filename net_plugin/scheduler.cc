@@ -18,6 +18,7 @@ void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& n
   own_.assign(n, 0);
   own_backlog_.assign(n, 0);
   avg_.assign(n, 0);
+  own_pending_ = 0;
   last_observe_ns_ = 0;
 }
 
@@ -29,6 +30,12 @@ void Scheduler::OnQueued(int link, int64_t delta) {
   // and a comm with nothing outstanding, which NCCL may never call again, leaves none behind.
   int64_t bound = own_[link] <= 0 ? 0 : own_[link] + kHeaderSlack;
   if (own_backlog_[link] > bound) OnKernelQueue(link, static_cast<uint64_t>(bound));
+}
+
+void Scheduler::SetPending(int64_t bytes) {
+  if (bytes == own_pending_ || devs_.empty()) return;
+  load(0).pending.fetch_add(bytes - own_pending_, std::memory_order_relaxed);
+  own_pending_ = bytes;
 }
 
 void Scheduler::ClearQueued(int link) {
@@ -149,6 +156,13 @@ bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk,
   double mine = Ect(link, chunk, primary);
   double best = std::numeric_limits<double>::infinity(), best_plain = best, best_bw = Bw(link);
   double rest_bytes = static_cast<double>(pending), rest_bw = 0;
+  for (size_t i = 0; i < devs_.size(); ++i) {  // other comms' waiting work (each rail counted once)
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) seen |= devs_[j] == devs_[i];
+    if (seen) continue;
+    int64_t others = load(static_cast<int>(i)).pending.load(std::memory_order_relaxed) - (i == 0 ? own_pending_ : 0);
+    rest_bytes += static_cast<double>(std::max<int64_t>(others, 0));
+  }
   for (size_t i = 0; i < devs_.size(); ++i) {
     int o = static_cast<int>(i);
     if (!eligible[i] || o == link) continue;

@@ -363,7 +363,8 @@ class SendCore final : public CoreBase {
   };
 
   bool Eligible(const TxLink& l) const;
-  TxMsg& LastFresh();  // the newest message with fresh chunks the receiver has room for
+  TxMsg& LastFresh();
+  void AddPending(int64_t delta);  // pending_bytes_, published to the scheduler  // the newest message with fresh chunks the receiver has room for
   uint64_t SampleAt() const { return refused_ ? std::min(next_sample_ns_, last_sample_ns_ + fast_sample_ns_) : next_sample_ns_; }
   void SetState(int idx, LinkState to, const std::string& why);
   bool Stalled(const TxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }

@@ -33,6 +33,7 @@ SendCore::SendCore(const CoreConfig& cfg, uint64_t conn_id, std::vector<LinkSpec
 
 SendCore::~SendCore() {
   for (size_t i = 0; i < links_.size(); ++i) sched_.ClearQueued(static_cast<int>(i));  // the rails' shared load
+  sched_.SetPending(0);
 }
 
 void SendCore::StartConnect(uint64_t now, int idx) {
@@ -116,7 +117,7 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
   if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Status::Ok();  // NCCL retries
   TxMsg& m = msgs_[next_seq_ % RxTracker::kWindow];
   m.seq = next_seq_++;
-  pending_bytes_ += static_cast<int64_t>(size);
+  AddPending(static_cast<int64_t>(size));
   m.data = static_cast<const uint8_t*>(data);
   m.size = size;
   m.next_off = 0;
@@ -133,7 +134,7 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
     Status st = Copy(m.copy.data(), m.data, size);   // NCCL's buffer may be GPU memory
     if (!st.ok()) {
       --next_seq_;
-      pending_bytes_ -= static_cast<int64_t>(size);
+      AddPending(-static_cast<int64_t>(size));
       return Fail(st.code(), "eager copy of a send failed: " + st.message());
     }
     m.data = m.copy.data();
@@ -186,7 +187,7 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   while (!requeue_.empty() && !have) {
     c = requeue_.front();
     requeue_.pop_front();
-    pending_bytes_ -= c.len;
+    AddPending(-static_cast<int64_t>(c.len));
     have = c.seq >= acked_;
   }
   if (have) ++resent_chunks_, resent_bytes_ += c.len;
@@ -205,7 +206,7 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
       c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.end_off - m.next_off))};
       m.next_off += c.len;
     }
-    pending_bytes_ -= c.len;
+    AddPending(-static_cast<int64_t>(c.len));
     if (m.next_off >= m.end_off) m.scheduled = true;
   }
   const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
@@ -223,6 +224,11 @@ SendCore::TxMsg& SendCore::LastFresh() {
     if (!m.scheduled && (s < credit_ || m.eager)) return m;
   }
   return msgs_[sched_seq_ % RxTracker::kWindow];  // NextTx checked that this one is fresh
+}
+
+void SendCore::AddPending(int64_t delta) {
+  pending_bytes_ += delta;
+  sched_.SetPending(pending_bytes_);
 }
 
 void SendCore::OnWritten(int idx, size_t bytes) { sched_.OnWritten(idx, bytes); }
@@ -261,7 +267,7 @@ void SendCore::OnAck(uint64_t ack, uint64_t credit) {
     if (!m.scheduled) {
       // Only a broken or hostile peer acknowledges chunks that were never sent; the buffer goes back
       // to NCCL now, so none of the rest may be handed out later (found by tests/fuzz/fuzz_send_core).
-      pending_bytes_ -= static_cast<int64_t>(m.end_off - m.next_off);
+      AddPending(-static_cast<int64_t>(m.end_off - m.next_off));
       m.next_off = m.end_off;
       m.scheduled = true;
     }
@@ -323,7 +329,7 @@ void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer
   for (const ChunkRef& c : l.inflight) {
     if (c.seq < acked_) continue;
     requeue_.push_back(c);
-    pending_bytes_ += c.len;
+    AddPending(c.len);
     bytes += c.len;
     ++chunks;
   }

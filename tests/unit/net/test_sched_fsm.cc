@@ -178,6 +178,28 @@ TEST(Scheduler, IneligibleLinksDoNotBlockOthers) {
   EXPECT_EQ(s.rail_queued(1), 0);
 }
 
+// Several channels (rerail-perf -C 4, X,X,X,X/4 at 200 Mbit/s: a 128 KiB chunk takes 21 ms on the
+// 50 Mbit/s rail, more than a fast rail's kernel queue holds): one comm's pending work alone never
+// justified the slow rail, which idled (0.92 of the link sum). Every comm's waiting work counts.
+TEST(Scheduler, OtherCommsPendingWorkKeepsASlowRailBusy) {
+  RailLoad loads[kMaxRails];
+  Scheduler a, b;
+  a.Reset({0, 1}, {1e9, 250e6}, loads);
+  b.Reset({0, 1}, {1e9, 250e6}, loads);
+  Load(a, 0, 2 * kChunk);
+  a.SetPending(kChunk);
+  std::vector<bool> both{true, true};
+  bool last = false;
+  EXPECT_FALSE(a.Admit(1, both, kChunk, kChunk, &last)) << "3 chunks of work: the fast rail finishes sooner";
+  b.SetPending(16 * kChunk);
+  EXPECT_EQ(loads[0].pending.load(), 17 * static_cast<int64_t>(kChunk));
+  EXPECT_TRUE(a.Admit(1, both, kChunk, kChunk, &last)) << "b's 16 chunks keep the fast rail busy longer";
+  EXPECT_TRUE(last);
+  b.SetPending(0);
+  a.SetPending(0);
+  EXPECT_EQ(loads[0].pending.load(), 0);
+}
+
 TEST(Scheduler, CommsSharingARailSeeEachOthersLoad) {
   RailLoad loads[kMaxRails];
   Scheduler a, b;
