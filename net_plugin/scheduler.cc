@@ -18,6 +18,7 @@ void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& n
   own_.assign(n, 0);
   own_backlog_.assign(n, 0);
   avg_.assign(n, 0);
+  own_pending_ = 0;
   last_observe_ns_ = 0;
 }
 
@@ -29,6 +30,12 @@ void Scheduler::OnQueued(int link, int64_t delta) {
   // and a comm with nothing outstanding, which NCCL may never call again, leaves none behind.
   int64_t bound = own_[link] <= 0 ? 0 : own_[link] + kHeaderSlack;
   if (own_backlog_[link] > bound) OnKernelQueue(link, static_cast<uint64_t>(bound));
+}
+
+void Scheduler::SetPending(int64_t bytes) {
+  if (bytes == own_pending_ || devs_.empty()) return;
+  load(0).pending.fetch_add(bytes - own_pending_, std::memory_order_relaxed);
+  own_pending_ = bytes;
 }
 
 void Scheduler::ClearQueued(int link) {
@@ -138,28 +145,50 @@ bool Scheduler::RailFull(int link, size_t chunk) const {
   return static_cast<double>(rail_backlog(link)) + static_cast<double>(chunk) > cap;
 }
 
-bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const {
+bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending, bool* last) const {
+  if (last != nullptr) *last = false;
   if (RailFull(link, chunk)) return false;
   bool primary = eligible[0];
-  double best = std::numeric_limits<double>::infinity();
-  double rest_bytes = static_cast<double>(pending), rest_bw = 0;
+  // mine: this link's completion time as the policy sees it (kNever: the primary bias keeps this
+  // comm off it). The reference is where the chunk would complete first by plain completion time:
+  // the bias keeps chunks off busy non-primary rails, it does not make another rail (the primary, a
+  // slow rail) the best place for them.
   double mine = Ect(link, chunk, primary);
+  double best = std::numeric_limits<double>::infinity(), best_plain = best, best_bw = Bw(link);
+  double rest_bytes = static_cast<double>(pending), rest_bw = 0;
+  for (size_t i = 0; i < devs_.size(); ++i) {  // other comms' waiting work (each rail counted once)
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) seen |= devs_[j] == devs_[i];
+    if (seen) continue;
+    int64_t others = load(static_cast<int>(i)).pending.load(std::memory_order_relaxed) - (i == 0 ? own_pending_ : 0);
+    rest_bytes += static_cast<double>(std::max<int64_t>(others, 0));
+  }
   for (size_t i = 0; i < devs_.size(); ++i) {
     int o = static_cast<int>(i);
-    if (!eligible[i]) continue;
-    if (o == link) {
-      best = std::min(best, mine);
-      continue;
-    }
+    if (!eligible[i] || o == link) continue;
     best = std::min(best, Ect(o, chunk, primary));
+    double plain = Ect(o, chunk, false);
+    if (plain < best_plain) best_plain = plain, best_bw = Bw(o);
     rest_bytes += static_cast<double>(std::max<int64_t>(rail_backlog(o), 0));
     rest_bw += Bw(o);
   }
-  if (mine <= best + 0.5 * static_cast<double>(chunk) / Bw(link)) return true;
-  // Backlogs are capped, so the comm's pending bytes wait here rather than in the kernel: a rail
-  // that would not finish this chunk first still takes it if the others need longer than that for
-  // everything pending (a slow rail keeps its share; the end of a message stays on the fast ones).
-  return rest_bw > 0 && mine <= rest_bytes / rest_bw;
+  // Half a chunk on the faster of the two: equal rails do not trade chunks back and forth, and a slow
+  // rail does not take a chunk that finishes half of ITS chunk time later than on a fast one.
+  double slack = 0.5 * static_cast<double>(chunk) / std::max(Bw(link), best_bw);
+  // Another rail that takes chunks now finishes the next one sooner: this link takes the LAST pending
+  // chunk, which finishes last wherever it goes (a message waits for its slowest chunk).
+  bool behind = best + slack < mine;
+  if (mine <= best_plain + slack) {
+    if (last != nullptr) *last = behind;
+    return true;
+  }
+  // Backlogs are capped, so the comm's pending bytes wait here rather than in the kernel: a rail that
+  // would not finish this chunk first still takes one if the others need longer than that for
+  // everything pending (a slow rail keeps its share; the end of a message stays on the fast ones) —
+  // the LAST pending one when another rail takes the next ones sooner.
+  bool rest = rest_bw > 0 && mine <= rest_bytes / rest_bw;
+  if (rest && last != nullptr) *last = behind;
+  return rest;
 }
 
 }  // namespace rr::net

@@ -13,11 +13,16 @@
 //      busbw 0.93 -> 0.99 of 4 X. Pending chunks now wait in the plugin, where any rail can take them.
 //   2. The link is (nearly) where the chunk completes first:
 //        ect(l) = (backlog(rail of l) + chunk) / bw(rail of l)  [+ bias when l is not the primary]
-//      admitted if ect(l) <= min over eligible links of ect + half a chunk's time on l (slack), or if
-//      ect(l) <= (the other eligible rails' backlogs + the comm's pending bytes) / their bandwidth:
+//      admitted if ect(l) <= min over the other eligible links of their plain ect (no bias) + half a
+//      chunk's time on the faster of the two (slack), or if ect(l) <= (the other eligible rails'
+//      backlogs + the comm's pending bytes + every other comm's pending bytes) / their bandwidth:
 //      with short kernel queues the work still to do sits in `pending`, and a slower rail that would
 //      not finish THIS chunk first still helps as long as the others have more than that to do
 //      (a 50 Mb/s rail next to a 200 Mb/s one carries its 20 %); near the end of a message it stops.
+//      Such a rail — clearly behind one that takes chunks now — takes the LAST pending chunk (the
+//      newest message's tail, which finishes last wherever it goes), not the next one: a message
+//      waits for its slowest chunk, and NCCL's slots and ring steps wait for the oldest message
+//      (rerail-perf -C 1 all_reduce on X,X,X,X/4 at 1 Gbit/s: 0.78 -> 0.98 of the link sum, simulated).
 //   * backlog(rail) is counted when bytes are written, replaced by the kernel's figure every
 //     kReportNs, capped by the bytes the receiver has not acknowledged, and dropped when a comm has
 //     no open request (NCCL may never call it again): stale shares never hold a rail.
@@ -29,7 +34,10 @@
 //     idle rail is free capacity — a single channel striped over every rail (1 MiB of NCCL window
 //     per p2p channel: 0.25 -> 0.99 of 4 X with one channel), the end of a collective with one
 //     channel still busy and the other rails done. Moving chunks between equally fast, equally BUSY
-//     rails only adds head-of-line waits. A measurably slower primary (slow or congested rail, narrower
+//     rails only adds head-of-line waits. The bias never lets the primary itself take a chunk that
+//     another rail would finish clearly sooner by plain completion time: that chunk waits here for the
+//     first rail to drain (one connection striped over equal rails, rerail-perf -C 1: the primary took
+//     every chunk the others refused, and each ring loop waited for its queue). A measurably slower primary (slow or congested rail, narrower
 //     NIC) spills by plain completion time, and so does a comm whose primary failed.
 //   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the peer's TCP acknowledged the rail's
 //     bytes (tcpi_bytes_acked of every comm's links on that rail, summed), sampled over windows of
@@ -69,6 +77,7 @@ struct RailLoad {
   std::atomic<int64_t> backlog{0};    // bytes written to the rail's sockets, not yet TCP-acknowledged
   std::atomic<double> bw{0};          // bytes/ns measured; 0 until the first sample
   std::atomic<uint64_t> rtt_ns{0};    // the transport's minimum round-trip time on the rail; 0 unknown
+  std::atomic<int64_t> pending{0};    // bytes of comms whose PRIMARY is this rail, waiting in the plugin
   std::mutex mu;                      // guards the window below
   uint64_t win_start_ns = 0;
   uint64_t win_bytes = 0;
@@ -121,11 +130,18 @@ class Scheduler {
   // fault, and a low one (measured while the fault starved the rail) would keep the healed rail idle,
   // since an idle rail yields no samples. The rail starts over from its nominal speed and a fresh window.
   void OnLinkBack(int link);
+  // The comm's bytes not handed to any link yet (published on its primary rail's `pending`: the rest
+  // rule of Admit counts every comm's waiting work, not only this one's).
+  void SetPending(int64_t bytes);
   // Updates the comm's smoothed view of every rail's load (call before Admit).
   void Observe(uint64_t now_ns);
   // eligible[i]: link i may carry data at all (healthy, allowed by policy). Link 0 is the primary.
   // `pending`: the comm's bytes not handed to any link yet (the chunk included).
-  bool Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const;
+  // *last (optional): set when the link was admitted only because the other rails need longer than
+  // it for everything pending — the link should take the LAST pending chunk, which finishes last
+  // wherever it goes, not the next one: a message waits for its slowest chunk, and a slow rail given
+  // the next chunk would set the completion of the oldest message.
+  bool Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending, bool* last = nullptr) const;
   double BandwidthBps(int link) const { return Bw(link) * 8e9; }
   // The primary's measured bandwidth against the best other usable link's: below kDegradedSpeed it
   // is degraded, and stays so until it is back to kRecoveredSpeed (hysteresis). Only measured rails
@@ -153,6 +169,7 @@ class Scheduler {
   std::vector<int64_t> own_;     // this comm's share of each rail's queued bytes
   std::vector<int64_t> own_backlog_;  // this comm's share of each rail's backlog
   std::vector<double> avg_;      // each rail's queued bytes, smoothed over kLoadTauNs
+  int64_t own_pending_ = 0;      // what SetPending last published
   uint64_t last_observe_ns_ = 0;
 };
 

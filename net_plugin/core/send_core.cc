@@ -33,6 +33,7 @@ SendCore::SendCore(const CoreConfig& cfg, uint64_t conn_id, std::vector<LinkSpec
 
 SendCore::~SendCore() {
   for (size_t i = 0; i < links_.size(); ++i) sched_.ClearQueued(static_cast<int>(i));  // the rails' shared load
+  sched_.SetPending(0);
 }
 
 void SendCore::StartConnect(uint64_t now, int idx) {
@@ -116,10 +117,11 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
   if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Status::Ok();  // NCCL retries
   TxMsg& m = msgs_[next_seq_ % RxTracker::kWindow];
   m.seq = next_seq_++;
-  pending_bytes_ += static_cast<int64_t>(size);
+  AddPending(static_cast<int64_t>(size));
   m.data = static_cast<const uint8_t*>(data);
   m.size = size;
   m.next_off = 0;
+  m.end_off = size;
   m.scheduled = false;
   m.owner = owner;
   // Eager: the copy outlives NCCL's buffer, so the send may complete before the ack; a full pool
@@ -132,7 +134,7 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
     Status st = Copy(m.copy.data(), m.data, size);   // NCCL's buffer may be GPU memory
     if (!st.ok()) {
       --next_seq_;
-      pending_bytes_ -= static_cast<int64_t>(size);
+      AddPending(-static_cast<int64_t>(size));
       return Fail(st.code(), "eager copy of a send failed: " + st.message());
     }
     m.data = m.copy.data();
@@ -171,10 +173,11 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   // receiver always absorbs: see wire.h.
   bool fresh = sched_seq_ < next_seq_ && (sched_seq_ < credit_ || msgs_[sched_seq_ % RxTracker::kWindow].eager);
   if (requeue_.empty() && !fresh) return false;  // nothing to send (the common idle case)
+  bool last = false;
   if (links_.size() > 1) {
     if (now != last_observe_ns_) sched_.Observe(now), last_observe_ns_ = now;
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
-    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
+    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)), &last)) {
       refused_ = true;
       return false;  // another rail would finish it sooner, or this one holds enough
     }
@@ -184,7 +187,7 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   while (!requeue_.empty() && !have) {
     c = requeue_.front();
     requeue_.pop_front();
-    pending_bytes_ -= c.len;
+    AddPending(-static_cast<int64_t>(c.len));
     have = c.seq >= acked_;
   }
   if (have) ++resent_chunks_, resent_bytes_ += c.len;
@@ -194,11 +197,17 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   }
   if (!have) {
     if (!fresh) return false;  // the requeue held only acknowledged chunks
-    TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
-    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
-    m.next_off += c.len;
-    pending_bytes_ -= c.len;
-    if (m.next_off >= m.size) m.scheduled = true;
+    TxMsg& m = last ? LastFresh() : msgs_[sched_seq_ % RxTracker::kWindow];
+    if (last && m.end_off > m.next_off + cfg_.chunk) {  // the last chunk of the pending work
+      size_t off = (m.end_off - 1) / cfg_.chunk * cfg_.chunk;
+      c = ChunkRef{m.seq, off, static_cast<uint32_t>(m.end_off - off)};
+      m.end_off = off;
+    } else {
+      c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.end_off - m.next_off))};
+      m.next_off += c.len;
+    }
+    AddPending(-static_cast<int64_t>(c.len));
+    if (m.next_off >= m.end_off) m.scheduled = true;
   }
   const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
   out->hdr = Frame{FrameMagic(FrameType::kData) | (m.eager ? kFrameEager : 0u), c.len, static_cast<uint32_t>(conn_id_),
@@ -207,6 +216,19 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   l.inflight.push_back(c);
   sched_.OnQueued(idx, c.len);
   return true;
+}
+
+SendCore::TxMsg& SendCore::LastFresh() {
+  for (uint64_t s = next_seq_; s-- > sched_seq_;) {
+    TxMsg& m = msgs_[s % RxTracker::kWindow];
+    if (!m.scheduled && (s < credit_ || m.eager)) return m;
+  }
+  return msgs_[sched_seq_ % RxTracker::kWindow];  // NextTx checked that this one is fresh
+}
+
+void SendCore::AddPending(int64_t delta) {
+  pending_bytes_ += delta;
+  sched_.SetPending(pending_bytes_);
 }
 
 void SendCore::OnWritten(int idx, size_t bytes) { sched_.OnWritten(idx, bytes); }
@@ -245,8 +267,8 @@ void SendCore::OnAck(uint64_t ack, uint64_t credit) {
     if (!m.scheduled) {
       // Only a broken or hostile peer acknowledges chunks that were never sent; the buffer goes back
       // to NCCL now, so none of the rest may be handed out later (found by tests/fuzz/fuzz_send_core).
-      pending_bytes_ -= static_cast<int64_t>(m.size - m.next_off);
-      m.next_off = m.size;
+      AddPending(-static_cast<int64_t>(m.end_off - m.next_off));
+      m.next_off = m.end_off;
       m.scheduled = true;
     }
     Complete(m);
@@ -307,7 +329,7 @@ void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer
   for (const ChunkRef& c : l.inflight) {
     if (c.seq < acked_) continue;
     requeue_.push_back(c);
-    pending_bytes_ += c.len;
+    AddPending(c.len);
     bytes += c.len;
     ++chunks;
   }

@@ -2,6 +2,7 @@
 //   rerail-simnet --seed S [--verbose]       one seed, its scenario and (verbose) its event trace
 //   rerail-simnet --seeds N [--from S]       a swarm; every 64th seed is run twice (determinism)
 //   rerail-simnet --bench                    throughput of one connection vs the link sum
+//   rerail-simnet --perf [--perf-channels C] rerail-perf sendrecv / all_reduce -C 1 (C) vs the link sum
 // Exit status: 0 all seeds held every oracle, 1 a violation (seed and repro line printed), 2 usage.
 #include <chrono>
 #include <cinttypes>
@@ -71,6 +72,38 @@ int RunBench() {
   return 0;
 }
 
+// rerail-perf -N 2 -C 1 (or -C `channels`) over 4 rails (scripts/bench-rails.sh, BENCH_CHANNELS): busbw over the
+// link sum (X,X,X,X/4: the sum is 3.25 X), with the floors (0.95 x 4X, 0.9 x 3.25X).
+int RunPerfBench(uint64_t delay_ns, uint64_t size, int iters, int channels, uint64_t quantum) {
+  struct Point {
+    const char* name;
+    uint64_t bps;
+    uint32_t last_div;
+  };
+  const Point pts[] = {{"200 Mbit/s x4", 200'000'000, 1}, {"200 Mbit/s x3 + X/4", 200'000'000, 4},
+                       {"500 Mbit/s x4", 500'000'000, 1}, {"500 Mbit/s x3 + X/4", 500'000'000, 4},
+                       {"1 Gbit/s x4", 1'000'000'000, 1}, {"1 Gbit/s x3 + X/4", 1'000'000'000, 4}};
+  printf("# rerail-perf -N 2 -C %d (%d connection(s) per peer and direction), 4 rails, RTT %.0f us, %" PRIu64
+         " MiB, 1 warm-up + %d iterations; production core defaults (stripe, %u KiB chunks, 2 streams)\n",
+         channels, channels, 2 * delay_ns / 1e3, size >> 20, iters, rr::net::CoreConfig{}.chunk >> 10);
+  printf("# wire round-robin segment %" PRIu64 " KiB\n", quantum >> 10);
+  printf("# %-22s %-10s %10s %10s %7s %6s %7s\n", "rails", "coll", "link sum", "busbw", "ratio", "floor", "wall s");
+  int idx = -1, only = getenv("RERAIL_SIM_BENCH") ? atoi(getenv("RERAIL_SIM_BENCH")) : -1;
+  for (const Point& p : pts) {
+    for (auto coll : {rr::sim::PerfColl::kSendRecv, rr::sim::PerfColl::kAllReduce}) {
+      if (only >= 0 && ++idx != only) continue;
+      double t0 = WallSeconds();
+      auto b = rr::sim::PerfBench(coll, 4, p.bps, delay_ns, p.last_div, size, 1, iters, rr::net::CoreConfig{}, 2, channels, quantum);
+      printf("  %-22s %-10s %8.3f G %8.3f G %7.3f %6.2f %7.2f%s\n", p.name,
+             coll == rr::sim::PerfColl::kSendRecv ? "sendrecv" : "all_reduce", b.link_sum_bps / 1e9, b.busbw_bps / 1e9,
+             b.busbw_bps / b.link_sum_bps, p.last_div == 1 ? 0.95 : 0.9, WallSeconds() - t0,
+             b.res.ok ? "" : ("  VIOLATION " + b.res.violation).c_str());
+      fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +119,17 @@ int main(int argc, char** argv) {
   app.add_flag("--verbose", verbose, "trace faults, link failures, failbacks and errors in virtual time");
   app.add_flag("--keep-going", keep_going, "do not stop at the first violation");
   app.add_flag("--bench", bench, "throughput figures: one connection vs the link sum");
+  bool perf = false;
+  uint64_t perf_rtt_us = 100, perf_size = 64 << 20;
+  int perf_iters = 3, perf_channels = 1;
+  uint64_t perf_quantum = 64 << 10;
+  app.add_flag("--perf", perf, "rerail-perf sendrecv / all_reduce -C 1 figures over 4 rails at 0.2-1 Gbit/s");
+  app.add_option("--perf-rtt-us", perf_rtt_us, "--perf: round-trip time of every rail (default 100)");
+  app.add_option("--perf-size", perf_size, "--perf: bytes per collective (default 64 MiB, a multiple of 4 MiB)");
+  app.add_option("--perf-iters", perf_iters, "--perf: timed iterations (default 3)");
+  app.add_option("--perf-channels", perf_channels, "--perf: rerail-perf -C (default 1)")->check(CLI::Range(1, 16));
+  app.add_option("--perf-quantum", perf_quantum, "--perf: the wires' round-robin segment, bytes (default 65536)")
+      ->check(CLI::Range(uint64_t{1024}, uint64_t{64} << 20));
   CLI11_PARSE(app, argc, argv);
   // Seeds allocate and free megabytes of buffers: keep them in the heap instead of fresh mmaps
   // (page faults were a third of the run time).
@@ -93,6 +137,7 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   opt.verbose = verbose;
   if (bench) return RunBench();
+  if (perf) return RunPerfBench(perf_rtt_us * kUs / 2, perf_size, perf_iters, perf_channels, perf_quantum);
   if (one->count() > 0) from = seed, seeds = 1;
   if (seeds == 0) {
     fprintf(stderr, "rerail-simnet: give --seed S, --seeds N or --bench\n");

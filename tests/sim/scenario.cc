@@ -257,4 +257,60 @@ BenchPoint Bench(int rails, uint64_t bps, uint64_t delay_ns, uint64_t size, uint
   return p;
 }
 
+PerfPoint PerfBench(PerfColl coll, int rails, uint64_t bps, uint64_t delay_ns, uint32_t last_div, uint64_t size,
+                    int warmup, int iters, const net::CoreConfig& core, int streams, int channels,
+                    uint64_t quantum) {
+  Scenario sc;
+  sc.seed = 1;
+  sc.rails.assign(rails, RailSpec{bps, delay_ns});
+  sc.rails.back().bps = bps / last_div;
+  sc.streams = streams;
+  sc.core = core;
+  sc.sndbuf = 4 << 20;  // Linux's autotuning ceilings (tcp_wmem / tcp_rmem max): RERAIL_TCP_SOCKBUF=0
+  sc.rcvbuf = 6 << 20;
+  sc.quantum = quantum;
+  sc.copy_bytes = false;
+  sc.safe_rail = 0;
+  bool ring = coll == PerfColl::kAllReduce;
+  // rerail-perf: ring slices of 2 x 512 KiB steps in 8 / 2 slots, p2p slices of one 128 KiB step in 8.
+  // Each channel moves 1 / channels of the data over its own connections (primary: its device).
+  uint64_t slice = ring ? 1 << 20 : 128 << 10, per_channel = size / channels;
+  int slots = ring ? 4 : 8;
+  size_t per_iter = ring ? per_channel / (4 << 20) * 6 : per_channel / slice;  // primitives per stream
+  size_t slices = ring ? per_iter / 6 * 4 : per_iter;  // slices each connection carries per iteration
+  int total = warmup + iters;
+  for (int ch = 0; ch < channels; ++ch) {
+    for (int from = 0; from < 2; ++from) {  // comm 2 ch: rank 0 -> rank 1; comm 2 ch + 1: rank 1 -> rank 0
+      CommSpec cs;
+      cs.from = from;
+      cs.window = slots;
+      cs.primary = ch % rails;  // channel c uses device c mod ndev on both ranks
+      cs.sizes.assign(slices * total, slice);
+      sc.comms.push_back(cs);
+    }
+    for (int h = 0; h < 2; ++h) {
+      int send = 2 * ch + h, recv = 2 * ch + 1 - h;
+      if (ring) {  // all_reduce, 2 ranks, per 4 MiB loop: send 2 slices, recv-reduce-send 2, recv 2
+        EngineSpec e{h, send, recv, {}, per_iter};
+        const uint8_t loop[] = {kPrimSend, kPrimSend, kPrimRecv | kPrimSend, kPrimRecv | kPrimSend, kPrimRecv, kPrimRecv};
+        for (size_t i = 0; i < per_iter * total / 6; ++i) e.prims.insert(e.prims.end(), loop, loop + 6);
+        sc.engines.push_back(e);
+      } else {  // sendrecv: a send stream and a receive stream per rank
+        sc.engines.push_back(EngineSpec{h, send, -1, std::vector<uint8_t>(per_iter * total, kPrimSend), per_iter});
+        sc.engines.push_back(EngineSpec{h, -1, recv, std::vector<uint8_t>(per_iter * total, kPrimRecv), per_iter});
+      }
+    }
+  }
+  PerfPoint p;
+  p.link_sum_bps = static_cast<double>(bps) * (rails - 1) + static_cast<double>(bps / last_div);
+  p.res = Run(sc, getenv("RERAIL_SIM_DEBUG") != nullptr);
+  uint64_t worst = 0;
+  for (const auto& ends : p.res.iter_end_ns) {
+    if (ends.size() < static_cast<size_t>(total) || warmup < 1) return p;
+    worst = std::max(worst, ends[total - 1] - ends[warmup - 1]);
+  }
+  if (worst > 0) p.busbw_bps = static_cast<double>(size) * 8e9 * iters / static_cast<double>(worst);
+  return p;
+}
+
 }  // namespace rr::sim

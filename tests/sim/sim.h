@@ -91,6 +91,23 @@ struct CommSpec {
   uint64_t slack = 0;  // receive buffers are this much larger than the message
 };
 
+// rerail-perf's Engine (tools/rerail-perf/engine.h, conn.h) on one host: one stream of slice-sized
+// primitives that run in order, each taking the next received slice of `recv_comm` (GPU consumed it)
+// and / or filling the next send slot of `send_comm`. A primitive runs when its received slice has
+// arrived (NCCL tested the receive done) and a send slot is free (fewer than `window` of send_comm's
+// filled slices not yet tested done); the proxy then posts isend for every filled slice and irecv
+// while fewer than `window` of recv_comm's posted slices are not yet consumed. Every `per_iter`
+// primitives end an iteration (rerail-perf's Run): the next one starts once every engine of the host
+// reached that point and all their sends completed. A comm driven by an engine posts only what its
+// engine allows (its CommSpec::window is the slot count).
+struct EngineSpec {
+  int host = 0;
+  int send_comm = -1, recv_comm = -1;  // -1: the stream only receives / only sends
+  std::vector<uint8_t> prims;          // per primitive: bit 0 receives a slice, bit 1 sends one
+  size_t per_iter = 0;                 // primitives per iteration (0: one iteration)
+};
+constexpr uint8_t kPrimRecv = 1, kPrimSend = 2;
+
 enum class Mode : uint8_t {
   kSurvive,    // a safe rail is never faulted: no error, every message within its bound
   kTransient,  // every rail may fault, but never for long (< give-up / 2 in total): no error, finishes
@@ -109,6 +126,7 @@ struct Scenario {
   uint64_t rcvbuf = 6 << 20;     // per stream, bytes
   uint64_t quantum = 64 << 10;   // wire round-robin segment
   std::vector<CommSpec> comms;
+  std::vector<EngineSpec> engines;  // empty: every comm posts as far as its window lets it
   std::vector<Fault> faults;
   uint64_t start_at = 0;         // the chaos phase: [start_at, heal_at)
   uint64_t heal_at = kForever;
@@ -146,6 +164,8 @@ struct Result {
   // Benchmarks: bytes (40-byte frame headers included) that reached the receivers after the warm-up,
   // and the span they took.
   uint64_t bench_bytes = 0, bench_ns = 0;
+  // Engines: per host, when each iteration ended (every engine of the host past it, sends completed).
+  std::vector<uint64_t> iter_end_ns[2];
 };
 
 Result Run(const Scenario& sc, bool verbose);
@@ -161,5 +181,24 @@ struct BenchPoint {
 };
 BenchPoint Bench(int rails, uint64_t bps, uint64_t delay_ns, uint64_t size, uint64_t span_ns, net::Policy policy,
                  int streams, uint32_t chunk, uint64_t sndbuf, int comms = 1, uint32_t last_div = 1);
+
+// rerail-perf -N 2 -C `channels` (both ranks on their own host; channel c's connections use device
+// c mod rails; -C 1: one connection per peer and direction, on primary rail 0): sendrecv (p2p: 128 KiB slices, 8 slots, each rank sends to and receives from the
+// other) or all_reduce (ring of 2: 1 MiB slices of 2 x 512 KiB steps, 4 slots, per 4 MiB loop each
+// rank sends 2 slices, receives-reduces-sends 2, receives 2). `size` bytes per collective, `warmup`
+// untimed then `iters` timed iterations (`size` / channels per channel: a multiple of 4 MiB for
+// all_reduce). Production defaults: stripe, 128 KiB chunks, 2 streams.
+// busbw (n = 2: = algbw = size / iteration time) over the link sum of one direction. `quantum`: the
+// wires' round-robin segment (Scenario::quantum); larger ones hold a control frame (ack, credit)
+// longer behind the other direction's data, as a FIFO qdisc (tc tbf) does on the real fabric.
+struct PerfPoint {
+  double link_sum_bps = 0;
+  double busbw_bps = 0;
+  Result res;
+};
+enum class PerfColl : uint8_t { kSendRecv, kAllReduce };
+PerfPoint PerfBench(PerfColl coll, int rails, uint64_t bps, uint64_t delay_ns, uint32_t last_div, uint64_t size,
+                    int warmup, int iters, const net::CoreConfig& core, int streams, int channels = 1,
+                    uint64_t quantum = 64 << 10);
 
 }  // namespace rr::sim

@@ -149,6 +149,14 @@ struct TxDrv {
 
 class Observer;
 
+// rerail-perf's Engine on one host (sim.h: EngineSpec): where its stream is.
+struct Engine {
+  size_t pos = 0;             // next primitive
+  uint64_t filled = 0;        // slices of send_comm the stream filled (isend may post them)
+  uint64_t consumed = 0;      // slices of recv_comm the stream consumed (their slots may be re-posted)
+  uint64_t iters_done = 0;    // iteration boundaries reached with every send completed
+};
+
 // Request cookies given to the cores: the message index + 1.
 inline void* Owner(size_t k) { return reinterpret_cast<void*>(static_cast<uintptr_t>(k + 1)); }
 inline size_t FromOwner(void* p) { return static_cast<size_t>(reinterpret_cast<uintptr_t>(p)) - 1; }
@@ -160,6 +168,7 @@ constexpr uint64_t kFrameBytes = sizeof(net::Frame);
 struct Comm {
   CommSpec spec;
   int id = 0;
+  int eng[2] = {-1, -1};  // the engine that fills its sends / consumes its receives (-1: window only)
   std::unique_ptr<Observer> obs[2];
   std::unique_ptr<net::SendCore> send;
   std::unique_ptr<net::RecvCore> recv;
@@ -246,6 +255,7 @@ class World {
   void Finish(detail::Comm& c, detail::Msg& m, size_t k);
   void Failed(detail::Comm& c, int side);
   void MaybePost(detail::Comm& c, int side);
+  void EngineStep(int host);
   double RateFloor(uint64_t t0, uint64_t t1) const;
   uint64_t Bound(const detail::Comm& c, const detail::Msg& m, uint64_t t_end) const;
   void CheckBounds(bool final);
@@ -266,6 +276,7 @@ class World {
   std::vector<detail::Inc> incs_;
   std::unique_ptr<net::RailLoad[]> loads_[2];  // before comms_: a SendCore's destructor updates its rails
   std::vector<std::unique_ptr<detail::Comm>> comms_;
+  std::vector<detail::Engine> engines_;  // sc_.engines' state
   int host_rail_down_[2][net::kMaxRails] = {};
   bool host_dead_[2] = {false, false};
   std::vector<uint64_t> fault_times_;    // starts, ends and flap toggles of rail faults

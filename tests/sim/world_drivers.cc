@@ -152,7 +152,14 @@ World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), per
     }
     comms_.push_back(std::move(cp));
   }
+  engines_.resize(sc_.engines.size());
+  for (size_t e = 0; e < sc_.engines.size(); ++e) {
+    const EngineSpec& es = sc_.engines[e];
+    if (es.send_comm >= 0) comms_[es.send_comm]->eng[0] = static_cast<int>(e);
+    if (es.recv_comm >= 0) comms_[es.recv_comm]->eng[1] = static_cast<int>(e);
+  }
   for (size_t k = 0; k < comms_.size(); ++k) Wake(static_cast<int>(k), 0, now_), Wake(static_cast<int>(k), 1, now_);
+  for (int h = 0; h < 2 && !engines_.empty(); ++h) EngineStep(h);
   for (size_t i = 0; i < sc_.faults.size(); ++i) {
     const Fault& f = sc_.faults[i];
     Push(f.at, detail::kFaultStart, static_cast<int32_t>(i));
@@ -216,7 +223,7 @@ void World::MaybePost(Comm& c, int side) {
     m.ahead = outstanding_[c.spec.from] - m.size;
   };
   if (side == 0) {
-    while (c.s_post < n && c.s_post - c.s_test < w) {
+    while (c.s_post < n && c.s_post - c.s_test < w && (c.eng[0] < 0 || c.s_post < engines_[c.eng[0]].filled)) {
       Msg& m = c.msgs[c.s_post];
       bool posted = false;
       Status st = c.send->Isend(now_, m.src_p, m.size, detail::Owner(c.s_post), &posted);
@@ -231,7 +238,7 @@ void World::MaybePost(Comm& c, int side) {
       any = true;
     }
   } else {
-    while (c.r_post < n && c.r_post - c.r_test < w) {
+    while (c.r_post < n && c.r_post - c.r_test < w && (c.eng[1] < 0 || c.r_post < engines_[c.eng[1]].consumed + w)) {
       Msg& m = c.msgs[c.r_post];
       bool posted = false;
       m.r_posted = true;  // stashed chunks may be placed before Irecv returns
@@ -247,6 +254,44 @@ void World::MaybePost(Comm& c, int side) {
     }
   }
   if (any) Wake(c.id, side, now_);  // the shells drive I/O inside isend / irecv
+}
+
+// rerail-perf's Engine::Run pass on `host` (sim.h: EngineSpec): every stream runs the primitives
+// whose inputs (a received slice tested done) and slot (a send slot whose previous send was tested
+// done) are ready; iterations end when every stream of the host got there and its sends completed.
+void World::EngineStep(int host) {
+  auto host_iters = [&] {
+    uint64_t m = UINT64_MAX;
+    for (size_t e = 0; e < engines_.size(); ++e) {
+      if (sc_.engines[e].host == host) m = std::min(m, engines_[e].iters_done);
+    }
+    return m;
+  };
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (size_t e = 0; e < engines_.size(); ++e) {
+      const EngineSpec& es = sc_.engines[e];
+      detail::Engine& g = engines_[e];
+      if (es.host != host) continue;
+      Comm* sc = es.send_comm >= 0 ? comms_[es.send_comm].get() : nullptr;
+      Comm* rc = es.recv_comm >= 0 ? comms_[es.recv_comm].get() : nullptr;
+      size_t per = es.per_iter > 0 ? es.per_iter : es.prims.size();
+      bool boundary = g.pos > 0 && g.pos % per == 0;
+      if (boundary && g.iters_done < g.pos / per && (sc == nullptr || sc->s_test == g.filled)) {
+        g.iters_done = g.pos / per;
+        moved = true;
+      }
+      if (g.pos >= es.prims.size() || (boundary && host_iters() < g.pos / per)) continue;
+      uint8_t p = es.prims[g.pos];
+      if ((p & kPrimRecv) && rc->r_test <= g.consumed) continue;
+      if ((p & kPrimSend) && g.filled - sc->s_test >= static_cast<uint64_t>(sc->spec.window)) continue;
+      if (p & kPrimRecv) ++g.consumed, Wake(rc->id, 1, now_);
+      if (p & kPrimSend) ++g.filled, Wake(sc->id, 0, now_);
+      ++g.pos;
+      moved = true;
+    }
+  }
+  for (uint64_t m = host_iters(); res_.iter_end_ns[host].size() < m;) res_.iter_end_ns[host].push_back(now_);
 }
 
 void World::Commands(Comm& c) {
@@ -294,6 +339,7 @@ void World::PumpSend(Comm& c) {
   s.Poll(now_);
   Commands(c);
   DrainSend(c);
+  if (c.eng[0] >= 0) EngineStep(c.spec.from);
   if (s.state() == net::ConnState::kFailed) return Failed(c, 0);
   if (c.ready) MaybePost(c, 0);
 }
@@ -552,6 +598,7 @@ void World::PumpRecv(Comm& c) {
     }
   }
   DrainRecv(c);
+  if (c.eng[1] >= 0) EngineStep(1 - c.spec.from);
   if (r.state() == net::ConnState::kFailed) return Failed(c, 1);
   MaybePost(c, 1);
 }

@@ -83,6 +83,40 @@ TEST(Scheduler, ARailRunningDryTakesWorkFromABusyPrimary) {
   EXPECT_FALSE(s.Admit(1, {true, true}, kChunk, 16 << 20)) << "the primary ran dry: it takes the work";
 }
 
+// One connection striped over equal rails (rerail-perf -C 1): the busy non-primary rails refuse more
+// than their dry share, and the primary took everything else (10 of a 16-chunk burst), so each
+// message waited for the primary's queue. The primary now keeps a chunk only if no other rail would
+// finish it clearly sooner (or the rest is long enough); the chunk waits for the first rail to drain.
+TEST(Scheduler, ThePrimaryDoesNotTakeWhatAnotherRailFinishesSooner) {
+  Scheduler s;
+  s.Reset({0, 1}, {10e9, 10e9}, nullptr);
+  Load(s, 0, 6 * kChunk);
+  Load(s, 1, 3 * kChunk);
+  std::vector<bool> both{true, true};
+  EXPECT_FALSE(s.Admit(1, both, kChunk, kChunk)) << "rail 1 is busy (beyond two chunks): the bias keeps it";
+  EXPECT_FALSE(s.Admit(0, both, kChunk, kChunk)) << "rail 1 finishes this chunk 3 chunks sooner";
+  EXPECT_TRUE(s.Admit(0, both, kChunk, 16 * kChunk)) << "much pending: every rail works";
+  s.OnKernelQueue(1, kChunk);  // rail 1 drained to one chunk: running dry
+  EXPECT_TRUE(s.Admit(1, both, kChunk, kChunk));
+}
+
+// A message waits for its slowest chunk: a quarter-rate rail admitted because the fast one has more
+// to do than its own chunk takes must take the LAST pending chunk (the newest message's tail, which
+// finishes last anyway), not the next one of the oldest message (rerail-perf -C 1, X,X,X,X/4: each
+// ring loop waited 4 ms for it at 1 Gbit/s).
+TEST(Scheduler, ASlowerRailTakesTheLastPendingChunk) {
+  Scheduler s;
+  s.Reset({0, 1}, {1e9, 250e6}, nullptr);
+  std::vector<bool> both{true, true};
+  Load(s, 0, 2 * kChunk);  // the next chunk: 3 chunk times of the fast rail there, 4 on the slow one
+  bool last = false;
+  EXPECT_TRUE(s.Admit(1, both, kChunk, 16 * kChunk, &last)) << "the fast rail has 18 chunks' work: help";
+  EXPECT_TRUE(last) << "the fast rail finishes the next chunk sooner: take the tail";
+  EXPECT_FALSE(s.Admit(1, both, kChunk, kChunk, &last)) << "one chunk left: it finishes first on the fast rail";
+  EXPECT_TRUE(s.Admit(0, both, kChunk, 16 * kChunk, &last));
+  EXPECT_FALSE(last) << "the fast rail takes the next chunk";
+}
+
 // "Running dry" is judged beyond the bytes the path holds in flight: a fast rail with a long round
 // trip has more than two chunks in flight at full rate, and a bare chunk count would feed it only
 // when half of its pipe was empty (one comm on 4 x 400 Gbit/s at 10 us: 0.74 of the link sum).
@@ -142,6 +176,28 @@ TEST(Scheduler, IneligibleLinksDoNotBlockOthers) {
   s.ClearQueued(1);
   EXPECT_EQ(s.queued(1), 0);
   EXPECT_EQ(s.rail_queued(1), 0);
+}
+
+// Several channels (rerail-perf -C 4, X,X,X,X/4 at 200 Mbit/s: a 128 KiB chunk takes 21 ms on the
+// 50 Mbit/s rail, more than a fast rail's kernel queue holds): one comm's pending work alone never
+// justified the slow rail, which idled (0.92 of the link sum). Every comm's waiting work counts.
+TEST(Scheduler, OtherCommsPendingWorkKeepsASlowRailBusy) {
+  RailLoad loads[kMaxRails];
+  Scheduler a, b;
+  a.Reset({0, 1}, {1e9, 250e6}, loads);
+  b.Reset({0, 1}, {1e9, 250e6}, loads);
+  Load(a, 0, 2 * kChunk);
+  a.SetPending(kChunk);
+  std::vector<bool> both{true, true};
+  bool last = false;
+  EXPECT_FALSE(a.Admit(1, both, kChunk, kChunk, &last)) << "3 chunks of work: the fast rail finishes sooner";
+  b.SetPending(16 * kChunk);
+  EXPECT_EQ(loads[0].pending.load(), 17 * static_cast<int64_t>(kChunk));
+  EXPECT_TRUE(a.Admit(1, both, kChunk, kChunk, &last)) << "b's 16 chunks keep the fast rail busy longer";
+  EXPECT_TRUE(last);
+  b.SetPending(0);
+  a.SetPending(0);
+  EXPECT_EQ(loads[0].pending.load(), 0);
 }
 
 TEST(Scheduler, CommsSharingARailSeeEachOthersLoad) {
