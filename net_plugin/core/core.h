@@ -251,7 +251,10 @@ class CoreBase {
 
  protected:
   CoreBase(uint64_t conn_id, CoreObserver* obs) : conn_id_(conn_id), obs_(obs != nullptr ? obs : &null_obs_) {}
+  virtual ~CoreBase() = default;
   void Transition(ConnState to, const std::string& why);
+  // The connection stopped being active (failed, or closed by the peer): nothing more is sent.
+  virtual void Ended() {}
   Status Fail(Code code, const std::string& why);
   // Runs while no link works (usable and not stalled) on a connection in use (a message posted: one
   // set up long before its first use has had no chance to connect its links); true once it has run
@@ -289,7 +292,7 @@ class SendCore final : public CoreBase {
   };
   // Emits kConnect for every link at once (standby links are connected eagerly).
   SendCore(const CoreConfig& cfg, uint64_t conn_id, std::vector<LinkSpec> links, CoreObserver* obs, uint64_t now);
-  ~SendCore();
+  ~SendCore() override;
 
   // ---- NCCL calls
   // Posts a send. *posted = false: retry later (window or request limit; not an error).
@@ -335,6 +338,9 @@ class SendCore final : public CoreBase {
   const Scheduler& scheduler() const { return sched_; }
 
  private:
+  // Its queued and pending bytes leave the rails' shared load: a failed or peer-closed comm waits for
+  // NCCL's close, and other comms must not see its work as still to do.
+  void Ended() override;
   struct ChunkRef {
     uint64_t seq;
     uint64_t off;

@@ -44,6 +44,7 @@ void CoreBase::Transition(ConnState to, const std::string& why) {
           ConnStateName(to), why.c_str());
   if (to == ConnState::kFailed) RR_WARN("connection %016lx failed: %s", static_cast<unsigned long>(conn_id_), why.c_str());
   state_ = to;
+  if (to != ConnState::kActive) Ended();
 }
 
 Status CoreBase::Copy(void* dst, const void* src, size_t len) {

@@ -31,7 +31,9 @@ SendCore::SendCore(const CoreConfig& cfg, uint64_t conn_id, std::vector<LinkSpec
   }
 }
 
-SendCore::~SendCore() {
+SendCore::~SendCore() { Ended(); }
+
+void SendCore::Ended() {
   for (size_t i = 0; i < links_.size(); ++i) sched_.ClearQueued(static_cast<int>(i));  // the rails' shared load
   sched_.SetPending(0);
 }
@@ -228,7 +230,7 @@ SendCore::TxMsg& SendCore::LastFresh() {
 
 void SendCore::AddPending(int64_t delta) {
   pending_bytes_ += delta;
-  sched_.SetPending(pending_bytes_);
+  if (state_ == ConnState::kActive) sched_.SetPending(pending_bytes_);  // an ended comm left the shared load
 }
 
 void SendCore::OnWritten(int idx, size_t bytes) { sched_.OnWritten(idx, bytes); }

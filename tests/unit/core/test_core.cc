@@ -826,4 +826,25 @@ TEST(Core, AnAckForChunksNeverSentStopsTheMessageAtOnce) {
   }
 }
 
+// A comm that ended (failed here; peer-closed alike) keeps its object until NCCL closes it, but its
+// waiting bytes must leave the rails' shared load at once: other comms' schedulers count every comm's
+// pending work when they decide whether a slower rail should help (Scheduler::Admit).
+TEST(Core, AnEndedCommLeavesTheSharedRailLoad) {
+  RailLoad loads[kMaxRails];
+  CoreConfig cfg;
+  cfg.chunk = 4096;
+  cfg.eager_max = 0;
+  cfg.loads = loads;
+  uint64_t now = 1000 * kMs;
+  SendCore send(cfg, 0x78, {SendCore::LinkSpec{0, 1e9, "l0"}}, nullptr, now);
+  std::vector<uint8_t> buf(64 * 1024);
+  bool posted = false;
+  ASSERT_TRUE(send.Isend(now, buf.data(), buf.size(), buf.data(), &posted).ok());
+  ASSERT_TRUE(posted);
+  EXPECT_EQ(loads[0].pending.load(), static_cast<int64_t>(buf.size())) << "no credit yet: every byte waits";
+  (void)send.Abort(Code::kInternalError, "test: the connection fails");
+  EXPECT_EQ(send.state(), ConnState::kFailed);
+  EXPECT_EQ(loads[0].pending.load(), 0) << "a failed comm's bytes are still counted as work to do";
+}
+
 }  // namespace rr::net
