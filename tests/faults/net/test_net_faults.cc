@@ -161,6 +161,17 @@ TEST_F(NetFaults, LinkDownMidStreamLosesNothing) {
   EXPECT_EQ(b.log.find("stall:"), std::string::npos) << b.log;
 }
 
+// Hands each peer the other's handle; both peers then connect and report READY (FAULT_PEER_LAST runs).
+void Introduce(Peer& a, Peer& b) {
+  std::string ha = a.ReadLine(), hb = b.ReadLine();
+  ASSERT_EQ(ha.rfind("HANDLE", 0), 0u) << ha;
+  ASSERT_EQ(hb.rfind("HANDLE", 0), 0u) << hb;
+  a.WriteLine(hb);
+  b.WriteLine(ha);
+  ASSERT_EQ(a.ReadLine(), "READY\n");
+  ASSERT_EQ(b.ReadLine(), "READY\n");
+}
+
 // The last message of a job: its receiver completes it and never calls the plugin on that comm
 // again. The receiver's ack leaves on a link whose return path black-holes it (iptables DROP of
 // host 1's output on rail 0, set after connect): the ack must also travel another link, or the
@@ -171,13 +182,8 @@ TEST_F(NetFaults, LastAckSurvivesALinkThatLosesIt) {
   // so the send completes on the receiver's ack only.
   Peer snd(topo().Netns(0), "FAULT_PEER_LAST=send RERAIL_EAGER_MAX=0", 2500, 8192, 0);
   Peer rcv(topo().Netns(1), "FAULT_PEER_LAST=recv RERAIL_EAGER_MAX=0", 2500, 8192, 1);
-  std::string hs = snd.ReadLine(), hr = rcv.ReadLine();
-  ASSERT_EQ(hs.rfind("HANDLE", 0), 0u) << hs;
-  ASSERT_EQ(hr.rfind("HANDLE", 0), 0u) << hr;
-  snd.WriteLine(hr);
-  rcv.WriteLine(hs);
-  ASSERT_EQ(snd.ReadLine(), "READY\n");
-  ASSERT_EQ(rcv.ReadLine(), "READY\n");
+  Introduce(snd, rcv);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   std::string drop = "ip netns exec " + topo().Netns(1) + " iptables -A OUTPUT -o rail0 -j DROP";
   ASSERT_EQ(system(drop.c_str()), 0) << drop;
   // The receiver polls first, so its first-call heartbeats (which carry the completed prefix on every
@@ -205,13 +211,8 @@ void CloseRightAfterAZeroByteSend(rr::testing::NetnsTopology& topo, bool unreach
   const std::string env = "FAULT_PEER_LAST_BYTES=0 RERAIL_POLICY=failover RERAIL_STALL_MS=300 RERAIL_HEARTBEAT_MS=50";
   Peer snd(topo.Netns(0), "FAULT_PEER_LAST=send FAULT_PEER_CLOSE_NOW=1 " + env, 3000, 8192, 0);
   Peer rcv(topo.Netns(1), "FAULT_PEER_LAST=recv " + env, 3000, 8192, 1);
-  std::string hs = snd.ReadLine(), hr = rcv.ReadLine();
-  ASSERT_EQ(hs.rfind("HANDLE", 0), 0u) << hs;
-  ASSERT_EQ(hr.rfind("HANDLE", 0), 0u) << hr;
-  snd.WriteLine(hr);
-  rcv.WriteLine(hs);
-  ASSERT_EQ(snd.ReadLine(), "READY\n");
-  ASSERT_EQ(rcv.ReadLine(), "READY\n");
+  Introduce(snd, rcv);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   for (int r = 0; r < (unreachable ? 2 : 1); ++r) {
     std::string drop = "ip netns exec " + topo.Netns(0) + " iptables -A OUTPUT -o rail" + std::to_string(r) + " -j DROP";
     ASSERT_EQ(system(drop.c_str()), 0) << drop;
