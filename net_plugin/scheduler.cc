@@ -145,8 +145,7 @@ bool Scheduler::RailFull(int link, size_t chunk) const {
   return static_cast<double>(rail_backlog(link)) + static_cast<double>(chunk) > cap;
 }
 
-bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending, bool* last) const {
-  if (last != nullptr) *last = false;
+bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const {
   if (RailFull(link, chunk)) return false;
   bool primary = eligible[0];
   // mine: this link's completion time as the policy sees it (kNever: the primary bias keeps this
@@ -154,7 +153,7 @@ bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk,
   // the bias keeps chunks off busy non-primary rails, it does not make another rail (the primary, a
   // slow rail) the best place for them.
   double mine = Ect(link, chunk, primary);
-  double best = std::numeric_limits<double>::infinity(), best_plain = best, best_bw = Bw(link);
+  double best_plain = std::numeric_limits<double>::infinity(), best_bw = Bw(link);
   double rest_bytes = static_cast<double>(pending), rest_bw = 0;
   for (size_t i = 0; i < devs_.size(); ++i) {  // other comms' waiting work (each rail counted once)
     bool seen = false;
@@ -166,7 +165,6 @@ bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk,
   for (size_t i = 0; i < devs_.size(); ++i) {
     int o = static_cast<int>(i);
     if (!eligible[i] || o == link) continue;
-    best = std::min(best, Ect(o, chunk, primary));
     double plain = Ect(o, chunk, false);
     if (plain < best_plain) best_plain = plain, best_bw = Bw(o);
     rest_bytes += static_cast<double>(std::max<int64_t>(rail_backlog(o), 0));
@@ -175,20 +173,11 @@ bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk,
   // Half a chunk on the faster of the two: equal rails do not trade chunks back and forth, and a slow
   // rail does not take a chunk that finishes half of ITS chunk time later than on a fast one.
   double slack = 0.5 * static_cast<double>(chunk) / std::max(Bw(link), best_bw);
-  // Another rail that takes chunks now finishes the next one sooner: this link takes the LAST pending
-  // chunk, which finishes last wherever it goes (a message waits for its slowest chunk).
-  bool behind = best + slack < mine;
-  if (mine <= best_plain + slack) {
-    if (last != nullptr) *last = behind;
-    return true;
-  }
+  if (mine <= best_plain + slack) return true;
   // Backlogs are capped, so the comm's pending bytes wait here rather than in the kernel: a rail that
   // would not finish this chunk first still takes one if the others need longer than that for
-  // everything pending (a slow rail keeps its share; the end of a message stays on the fast ones) —
-  // the LAST pending one when another rail takes the next ones sooner.
-  bool rest = rest_bw > 0 && mine <= rest_bytes / rest_bw;
-  if (rest && last != nullptr) *last = behind;
-  return rest;
+  // everything pending (a slow rail keeps its share; the end of a message stays on the fast ones).
+  return rest_bw > 0 && mine <= rest_bytes / rest_bw;
 }
 
 }  // namespace rr::net

@@ -19,10 +19,9 @@
 //      with short kernel queues the work still to do sits in `pending`, and a slower rail that would
 //      not finish THIS chunk first still helps as long as the others have more than that to do
 //      (a 50 Mb/s rail next to a 200 Mb/s one carries its 20 %); near the end of a message it stops.
-//      Such a rail — clearly behind one that takes chunks now — takes the LAST pending chunk (the
-//      newest message's tail, which finishes last wherever it goes), not the next one: a message
-//      waits for its slowest chunk, and NCCL's slots and ring steps wait for the oldest message
-//      (rerail-perf -C 1 all_reduce on X,X,X,X/4 at 1 Gbit/s: 0.78 -> 0.98 of the link sum, simulated).
+//      (Tried and dropped: such a rail taking the LAST pending chunk, the newest message's tail. The
+//      simulator liked it; on the netns fabric, rerail-perf -C 1 sendrecv on X,X,X,X/4 at 200 Mbit/s
+//      fell from 0.907 to 0.618 of 3.25 X with it, and 500 Mbit/s / 1 Gbit/s passed without it.)
 //   * backlog(rail) is counted when bytes are written, replaced by the kernel's figure every
 //     kReportNs, capped by the bytes the receiver has not acknowledged, and dropped when a comm has
 //     no open request (NCCL may never call it again): stale shares never hold a rail.
@@ -137,11 +136,7 @@ class Scheduler {
   void Observe(uint64_t now_ns);
   // eligible[i]: link i may carry data at all (healthy, allowed by policy). Link 0 is the primary.
   // `pending`: the comm's bytes not handed to any link yet (the chunk included).
-  // *last (optional): set when the link was admitted only because the other rails need longer than
-  // it for everything pending — the link should take the LAST pending chunk, which finishes last
-  // wherever it goes, not the next one: a message waits for its slowest chunk, and a slow rail given
-  // the next chunk would set the completion of the oldest message.
-  bool Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending, bool* last = nullptr) const;
+  bool Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const;
   double BandwidthBps(int link) const { return Bw(link) * 8e9; }
   // The primary's measured bandwidth against the best other usable link's: below kDegradedSpeed it
   // is degraded, and stays so until it is back to kRecoveredSpeed (hysteresis). Only measured rails

@@ -351,8 +351,7 @@ class SendCore final : public CoreBase {
     const uint8_t* data = nullptr;
     size_t size = 0;
     size_t next_off = 0;      // next fresh byte to schedule from the front
-    size_t end_off = 0;       // fresh bytes end here: [next_off, end_off) not handed out yet (the
-                              // scheduler's "last chunk" comes off the end, on the chunk grid)
+    size_t end_off = 0;       // fresh bytes end here: [next_off, end_off) not handed out yet
     bool scheduled = false;   // every chunk handed out once
     void* owner = nullptr;    // null once reported done (eager), so an ack cannot complete it twice
     bool eager = false;       // data points into copy; completes when `written` reaches size
@@ -378,7 +377,6 @@ class SendCore final : public CoreBase {
   };
 
   bool Eligible(const TxLink& l) const;
-  TxMsg& LastFresh();
   void AddPending(int64_t delta);  // pending_bytes_, published to the scheduler  // the newest message with fresh chunks the receiver has room for
   uint64_t SampleAt() const { return refused_ ? std::min(next_sample_ns_, last_sample_ns_ + fast_sample_ns_) : next_sample_ns_; }
   void SetState(int idx, LinkState to, const std::string& why);

@@ -175,11 +175,10 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   // receiver always absorbs: see wire.h.
   bool fresh = sched_seq_ < next_seq_ && (sched_seq_ < credit_ || msgs_[sched_seq_ % RxTracker::kWindow].eager);
   if (requeue_.empty() && !fresh) return false;  // nothing to send (the common idle case)
-  bool last = false;
   if (links_.size() > 1) {
     if (now != last_observe_ns_) sched_.Observe(now), last_observe_ns_ = now;
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
-    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)), &last)) {
+    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
       refused_ = true;
       return false;  // another rail would finish it sooner, or this one holds enough
     }
@@ -199,15 +198,9 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   }
   if (!have) {
     if (!fresh) return false;  // the requeue held only acknowledged chunks
-    TxMsg& m = last ? LastFresh() : msgs_[sched_seq_ % RxTracker::kWindow];
-    if (last && m.end_off > m.next_off + cfg_.chunk) {  // the last chunk of the pending work
-      size_t off = (m.end_off - 1) / cfg_.chunk * cfg_.chunk;
-      c = ChunkRef{m.seq, off, static_cast<uint32_t>(m.end_off - off)};
-      m.end_off = off;
-    } else {
-      c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.end_off - m.next_off))};
-      m.next_off += c.len;
-    }
+    TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
+    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.end_off - m.next_off))};
+    m.next_off += c.len;
     AddPending(-static_cast<int64_t>(c.len));
     if (m.next_off >= m.end_off) m.scheduled = true;
   }
@@ -218,14 +211,6 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   l.inflight.push_back(c);
   sched_.OnQueued(idx, c.len);
   return true;
-}
-
-SendCore::TxMsg& SendCore::LastFresh() {
-  for (uint64_t s = next_seq_; s-- > sched_seq_;) {
-    TxMsg& m = msgs_[s % RxTracker::kWindow];
-    if (!m.scheduled && (s < credit_ || m.eager)) return m;
-  }
-  return msgs_[sched_seq_ % RxTracker::kWindow];  // NextTx checked that this one is fresh
 }
 
 void SendCore::AddPending(int64_t delta) {
