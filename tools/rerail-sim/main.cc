@@ -64,7 +64,8 @@ std::vector<std::vector<int>> pair_maps(const Fabric& f, int channels) {
   return m;
 }
 
-void inject(Fabric& f, const std::string& p, std::mt19937& rng, double bw) {
+// spread: nodes hit by the spread-* patterns (0: N/16).
+void inject(Fabric& f, const std::string& p, std::mt19937& rng, double bw, int spread) {
   const int N = f.nodes, R = f.rails;
   std::uniform_int_distribution<int> pn(0, N - 1), pr(0, R - 1);
   auto set = [&](int n, int r, double v) { f.bw[static_cast<size_t>(n) * R + r] = v; };
@@ -82,7 +83,7 @@ void inject(Fabric& f, const std::string& p, std::mt19937& rng, double bw) {
     for (int i = 0; i < std::max(2, N / 8); i += 2) set((start + i) % N, r, 0);
   }
   // Multi-failure after R2CCL's re-ranking case: several servers each lose NICs on different rails.
-  // spread-*: N/16 distinct nodes at random ranks; block-*: N/128 disjoint runs of 8 rank-consecutive
+  // spread-*: N/16 (--spread-nodes) distinct nodes at random ranks; block-*: N/128 disjoint runs of 8 rank-consecutive
   // nodes (a rack or chassis row; ranks follow placement), node i of a run losing rail (r0 + i) % R,
   // so neighbours differ. *-1nic: one NIC per node; *-mixed: a second random rail on half of them.
   if (p.rfind("spread-", 0) == 0 || p.rfind("block-", 0) == 0) {
@@ -99,7 +100,7 @@ void inject(Fabric& f, const std::string& p, std::mt19937& rng, double bw) {
       std::vector<int> nodes(N);
       for (int n = 0; n < N; ++n) nodes[n] = n;
       std::shuffle(nodes.begin(), nodes.end(), rng);
-      for (int i = 0; i < std::max(2, N / 16) && i < N; ++i) lose(nodes[i], pr(rng));
+      for (int i = 0; i < (spread > 0 ? spread : std::max(2, N / 16)) && i < N; ++i) lose(nodes[i], pr(rng));
     } else {
       std::vector<int> slots(std::max(1, N / 8));  // disjoint runs: ranks 8s .. 8s+7
       for (size_t s = 0; s < slots.size(); ++s) slots[s] = static_cast<int>(s);
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> fabrics = {"rail-only", "1:8", "1:4", "1:2", "full"};
   std::vector<std::string> patterns = {"one-nic",     "random-1pct", "random-3pct", "spread-1nic", "spread-mixed",
                                        "block-1nic",  "block-mixed", "rail-switch", "switch-partial", "slow-2pct"};
-  int rails = 8, channels = 56, seeds = 3;
+  int rails = 8, channels = 56, seeds = 3, spread = 0;
   double bw = 400;
   unsigned seed = 14;
   std::string csv, objective = "both", policy = "failover";
@@ -159,6 +160,8 @@ int main(int argc, char** argv) {
   app.add_option("--nodes", node_counts, "node counts");
   app.add_option("--fabrics", fabrics, "rail-only, full, 1:k (spine 1/k of rail-switch downlink), fracX");
   app.add_option("--patterns", patterns, "failure patterns (README: Simulator figures)")->check(CLI::IsMember(patterns));
+  app.add_option("--spread-nodes", spread, "nodes losing NICs in the spread-* patterns (0: nodes / 16)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--rails", rails, "rails per node");
   app.add_option("--channels", channels, "graph channels (56 = 7 x 8: even split over 7 or 8 rails)");
   app.add_option("--bw", bw, "NIC bandwidth, Gbps");
@@ -184,7 +187,7 @@ int main(int argc, char** argv) {
           Fabric healthy = make_fabric(fab, nodes, rails, bw);
           healthy.policy = policy == "stripe" ? Policy::kStripe : Policy::kFailover;
           Fabric f = healthy;
-          inject(f, pat, rng, bw);
+          inject(f, pat, rng, bw, spread);
           Ratios r[2];
           evaluate(f, healthy, channels, obj, r);
           for (int a = 0; a < 2; ++a) {  // sums, divided once below (ten gains of 1 average to 1 exactly)

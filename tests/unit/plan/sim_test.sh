@@ -4,13 +4,16 @@
 # the bound. Multi-failure patterns (R2CCL's case) at 128 nodes: the planner reaches the ring bound in
 # every draw; a run of rank-adjacent nodes that lost different rails costs rank order exactly 6/8
 # (the rails two neighbours both keep), so re-ranking gains 7/6; with a second NIC lost on half of
-# them rank order falls to 4/8 .. 5/8 and re-ranking gains at least 6/5.
+# them rank order falls to 4/8 .. 5/8 and re-ranking gains at least 6/5; with half the nodes hit
+# (--spread-nodes) unlike neighbours are certain and every draw gains 7/6.
 set -euo pipefail
 bin=$1; dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 "$bin" --nodes 8 32 --seeds 2 --fabrics rail-only 1:4 full --objective ring --csv "$dir/sim.csv" > /dev/null
 "$bin" --nodes 128 --seeds 3 --fabrics rail-only --patterns spread-1nic spread-mixed block-1nic block-mixed \
   --csv "$dir/multi.csv" > /dev/null
-python3 - "$dir/sim.csv" "$dir/multi.csv" <<'PY'
+"$bin" --nodes 128 --seeds 3 --fabrics rail-only --patterns spread-1nic --spread-nodes 64 \
+  --csv "$dir/spread64.csv" > /dev/null
+python3 - "$dir/sim.csv" "$dir/multi.csv" "$dir/spread64.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert len(rows) == 3 * 10 * 2 * 2, len(rows)
@@ -32,4 +35,7 @@ g = {p: float(multi[(p, "ring")]["gain_min"]) for p in ("block-1nic", "block-mix
 assert abs(float(multi[("block-1nic", "ring")]["redist"]) - 0.75) < 1e-9, multi[("block-1nic", "ring")]
 assert abs(g["block-1nic"] - 7 / 6) < 1e-5 and abs(float(multi[("block-1nic", "ring")]["gain_max"]) - 7 / 6) < 1e-5, g  # CSV: 6 digits
 assert g["block-mixed"] >= 1.2 - 1e-5, g
+# Half the nodes hit (--spread-nodes 64 of 128): some neighbours always differ, 6/8 -> 7/8 each draw.
+s64 = {r["algo"]: r for r in csv.DictReader(open(sys.argv[3]))}["ring"]
+assert abs(float(s64["gain_min"]) - 7 / 6) < 1e-5 and abs(float(s64["rerank"]) - 0.875) < 1e-9, s64
 PY
