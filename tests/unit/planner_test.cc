@@ -244,6 +244,52 @@ TEST(Planner, BoundsAreLowerBounds) {
   }
 }
 
+// One lost NIC: the tree bound (1.0: the degraded node on a 2-link position) assumes the node's load
+// spread over its live NICs, but with NCCL's default maps its neighbours' channels on the dead rail
+// are striped over their other 7 NICs (same-rail standby links), which then carry 14.5 units where
+// 14 would be even: 28/29 of fault-free in every order (exact search). Maps that avoid the dead NIC
+// reach the bound on a spine (the neighbour's NIC reaches the live NIC across it) but not rail-only
+// (PXN keeps the neighbour on the live NIC's rail); the heuristic finds the order optimum at 128 nodes.
+TEST(PlannerTree, OneLostNicGapIsNeighbourStripingNotSearch) {
+  for (auto kind : {FabricKind::kSpine, FabricKind::kRailOnly}) {
+    Fabric ok = healthy(6, 8, 100, 600, kind), f = ok;
+    kill(f, 3, 2);
+    double t0 = tree_cost(ok, iota(6), default_maps(ok, 56));
+    EXPECT_DOUBLE_EQ(t0 / tree_bound(f, 56), 1.0);
+    Plan order_only = exact_plan(f, 56, Objective::kTree, MapKind::kDefault);
+    EXPECT_NEAR(t0 / order_only.tree, 28.0 / 29, 1e-12);
+    Plan maps = exact_plan(f, 56, Objective::kTree, MapKind::kAvoidDead);
+    EXPECT_NEAR(t0 / maps.tree, kind == FabricKind::kSpine ? 1.0 : 28.0 / 29, 1e-12);
+  }
+  Fabric ok = healthy(128, 8, 100, 0, FabricKind::kRailOnly), f = ok;
+  kill(f, 77, 5);
+  double t0 = tree_cost(ok, iota(128), default_maps(ok, 56));
+  Plan h = heuristic_plan(f, 56, Objective::kTree, MapKind::kDefault);
+  EXPECT_NEAR(t0 / h.tree, 28.0 / 29, 1e-12);
+}
+
+// R2CCL's multi-failure case at scale: runs of rank-adjacent nodes that lost different rails. Rank
+// order pays for every edge between unlike nodes (rails both ends keep: 6 of 8 next to a 1-NIC loss,
+// 4 of 8 between disjoint 2-NIC losses); the planner reaches the ring bound (the weakest node, 6/8)
+// with the joint objective and never does worse than rank order on it.
+TEST(Planner, AdjacentUnlikeRunsReachRingBoundAt128Nodes) {
+  Fabric ok = healthy(128, 8, 100, 0, FabricKind::kRailOnly), f = ok;
+  for (int i = 0; i < 8; ++i) kill(f, 40 + i, i);  // one NIC each, every rail once
+  for (int i = 0; i < 4; ++i) {                     // two NICs each, disjoint pairs
+    kill(f, 90 + i, 2 * i);
+    kill(f, 90 + i, 2 * i + 1);
+  }
+  auto m = default_maps(ok, 56);
+  double r0 = ring_cost(ok, iota(128), m);
+  Plan nv = naive_plan(f, 56, Objective::kBoth), h = heuristic_plan(f, 56, Objective::kBoth, MapKind::kDefault);
+  check_invariants(f, h, false);
+  EXPECT_DOUBLE_EQ(r0 / nv.ring, 4.0 / 8);
+  EXPECT_DOUBLE_EQ(r0 / ring_bound(f, 56), 6.0 / 8);
+  EXPECT_NEAR(h.ring, ring_bound(f, 56), 1e-12 * h.ring);
+  EXPECT_NEAR(h.tree, tree_bound(f, 56), 1e-12 * h.tree);
+  EXPECT_LE(h.cost, nv.cost);
+}
+
 TEST(Planner, NodeWithoutLiveRailIsInfeasible) {
   Fabric f = healthy(3, 2);
   kill(f, 1, 0);

@@ -64,7 +64,8 @@ std::vector<std::vector<int>> pair_maps(const Fabric& f, int channels) {
   return m;
 }
 
-void inject(Fabric& f, const std::string& p, std::mt19937& rng, double bw) {
+// spread: nodes hit by the spread-* patterns (0: N/16).
+void inject(Fabric& f, const std::string& p, std::mt19937& rng, double bw, int spread) {
   const int N = f.nodes, R = f.rails;
   std::uniform_int_distribution<int> pn(0, N - 1), pr(0, R - 1);
   auto set = [&](int n, int r, double v) { f.bw[static_cast<size_t>(n) * R + r] = v; };
@@ -80,6 +81,35 @@ void inject(Fabric& f, const std::string& p, std::mt19937& rng, double bw) {
   if (p == "switch-partial") {  // a line card: every other node of a block loses the same rail
     int r = pr(rng), start = pn(rng);
     for (int i = 0; i < std::max(2, N / 8); i += 2) set((start + i) % N, r, 0);
+  }
+  // Multi-failure after R2CCL's re-ranking case: several servers each lose NICs on different rails.
+  // spread-*: N/16 (--spread-nodes) distinct nodes at random ranks; block-*: N/128 disjoint runs of 8 rank-consecutive
+  // nodes (a rack or chassis row; ranks follow placement), node i of a run losing rail (r0 + i) % R,
+  // so neighbours differ. *-1nic: one NIC per node; *-mixed: a second random rail on half of them.
+  if (p.rfind("spread-", 0) == 0 || p.rfind("block-", 0) == 0) {
+    const bool mixed = p.size() > 6 && p.compare(p.size() - 6, 6, "-mixed") == 0;
+    std::bernoulli_distribution second(0.5);
+    auto lose = [&](int n, int r) {
+      set(n, r, 0);
+      if (!mixed || R < 3 || !second(rng)) return;
+      int r2 = pr(rng);
+      while (r2 == r) r2 = pr(rng);
+      set(n, r2, 0);
+    };
+    if (p[0] == 's') {
+      std::vector<int> nodes(N);
+      for (int n = 0; n < N; ++n) nodes[n] = n;
+      std::shuffle(nodes.begin(), nodes.end(), rng);
+      for (int i = 0; i < (spread > 0 ? spread : std::max(2, N / 16)) && i < N; ++i) lose(nodes[i], pr(rng));
+    } else {
+      std::vector<int> slots(std::max(1, N / 8));  // disjoint runs: ranks 8s .. 8s+7
+      for (size_t s = 0; s < slots.size(); ++s) slots[s] = static_cast<int>(s);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      for (int b = 0; b < std::max(1, N / 128); ++b) {
+        int r0 = pr(rng);
+        for (int i = 0; i < std::min(8, N); ++i) lose(8 * slots[b] + i, (r0 + i) % R);
+      }
+    }
   }
   if (p == "slow-2pct") {
     int k = std::max(2, N * R * 2 / 100);
@@ -117,9 +147,9 @@ int main(int argc, char** argv) {
   CLI::App app{"rerail-sim: ring and tree collectives on rail-optimised fabrics under NIC failures"};
   std::vector<int> node_counts = {128, 256, 1024};
   std::vector<std::string> fabrics = {"rail-only", "1:8", "1:4", "1:2", "full"};
-  std::vector<std::string> patterns = {"one-nic", "random-1pct", "random-3pct", "rail-switch", "switch-partial",
-                                       "slow-2pct"};
-  int rails = 8, channels = 56, seeds = 3;
+  std::vector<std::string> patterns = {"one-nic",     "random-1pct", "random-3pct", "spread-1nic", "spread-mixed",
+                                       "block-1nic",  "block-mixed", "rail-switch", "switch-partial", "slow-2pct"};
+  int rails = 8, channels = 56, seeds = 3, spread = 0;
   double bw = 400;
   unsigned seed = 14;
   std::string csv, objective = "both", policy = "failover";
@@ -129,7 +159,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"ring", "tree", "both"}));
   app.add_option("--nodes", node_counts, "node counts");
   app.add_option("--fabrics", fabrics, "rail-only, full, 1:k (spine 1/k of rail-switch downlink), fracX");
-  app.add_option("--patterns", patterns, "failure patterns");
+  app.add_option("--patterns", patterns, "failure patterns (README: Simulator figures)")->check(CLI::IsMember(patterns));
+  app.add_option("--spread-nodes", spread, "nodes losing NICs in the spread-* patterns (0: nodes / 16)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--rails", rails, "rails per node");
   app.add_option("--channels", channels, "graph channels (56 = 7 x 8: even split over 7 or 8 rails)");
   app.add_option("--bw", bw, "NIC bandwidth, Gbps");
@@ -155,21 +187,23 @@ int main(int argc, char** argv) {
           Fabric healthy = make_fabric(fab, nodes, rails, bw);
           healthy.policy = policy == "stripe" ? Policy::kStripe : Policy::kFailover;
           Fabric f = healthy;
-          inject(f, pat, rng, bw);
+          inject(f, pat, rng, bw, spread);
           Ratios r[2];
           evaluate(f, healthy, channels, obj, r);
-          for (int a = 0; a < 2; ++a) {
-            sum[a].none += r[a].none / seeds; sum[a].pair += r[a].pair / seeds;
-            sum[a].redist += r[a].redist / seeds; sum[a].rerank += r[a].rerank / seeds; sum[a].graph += r[a].graph / seeds;
-            sum[a].xrail += r[a].xrail / seeds;
-            sum[a].bound += r[a].bound / seeds;
+          for (int a = 0; a < 2; ++a) {  // sums, divided once below (ten gains of 1 average to 1 exactly)
+            sum[a].none += r[a].none; sum[a].pair += r[a].pair;
+            sum[a].redist += r[a].redist; sum[a].rerank += r[a].rerank; sum[a].graph += r[a].graph;
+            sum[a].xrail += r[a].xrail;
+            sum[a].bound += r[a].bound;
             double g = r[a].redist > 0 ? r[a].rerank / r[a].redist : 0;
-            gmin[a] = std::min(gmin[a], g); gmax[a] = std::max(gmax[a], g); gsum[a] += g / seeds;
+            gmin[a] = std::min(gmin[a], g); gmax[a] = std::max(gmax[a], g); gsum[a] += g;
           }
         }
         for (int a = 0; a < 2; ++a) {
           const char* algo = a == 0 ? "ring" : "tree";
-          const Ratios& m = sum[a];
+          Ratios m = sum[a];
+          for (double* v : {&m.none, &m.pair, &m.redist, &m.rerank, &m.graph, &m.xrail, &m.bound}) *v /= seeds;
+          gsum[a] /= seeds;
           std::printf("%-9s %-14s %5d %-4s %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %+6.1f%% %+6.1f%% %+6.1f%%\n",
                       fab.c_str(), pat.c_str(), nodes, algo, m.none, m.pair, m.redist, m.rerank, m.graph, m.xrail, m.bound, 100 * (gsum[a] - 1),
                       100 * (gmin[a] - 1), 100 * (gmax[a] - 1));
