@@ -351,7 +351,6 @@ class SendCore final : public CoreBase {
     const uint8_t* data = nullptr;
     size_t size = 0;
     size_t next_off = 0;      // next fresh byte to schedule from the front
-    size_t end_off = 0;       // fresh bytes end here: [next_off, end_off) not handed out yet
     bool scheduled = false;   // every chunk handed out once
     void* owner = nullptr;    // null once reported done (eager), so an ack cannot complete it twice
     bool eager = false;       // data points into copy; completes when `written` reaches size

@@ -123,7 +123,6 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
   m.data = static_cast<const uint8_t*>(data);
   m.size = size;
   m.next_off = 0;
-  m.end_off = size;
   m.scheduled = false;
   m.owner = owner;
   // Eager: the copy outlives NCCL's buffer, so the send may complete before the ack; a full pool
@@ -199,10 +198,10 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   if (!have) {
     if (!fresh) return false;  // the requeue held only acknowledged chunks
     TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
-    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.end_off - m.next_off))};
+    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
     m.next_off += c.len;
     AddPending(-static_cast<int64_t>(c.len));
-    if (m.next_off >= m.end_off) m.scheduled = true;
+    if (m.next_off >= m.size) m.scheduled = true;
   }
   const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
   out->hdr = Frame{FrameMagic(FrameType::kData) | (m.eager ? kFrameEager : 0u), c.len, static_cast<uint32_t>(conn_id_),
@@ -254,8 +253,8 @@ void SendCore::OnAck(uint64_t ack, uint64_t credit) {
     if (!m.scheduled) {
       // Only a broken or hostile peer acknowledges chunks that were never sent; the buffer goes back
       // to NCCL now, so none of the rest may be handed out later (found by tests/fuzz/fuzz_send_core).
-      AddPending(-static_cast<int64_t>(m.end_off - m.next_off));
-      m.next_off = m.end_off;
+      AddPending(-static_cast<int64_t>(m.size - m.next_off));
+      m.next_off = m.size;
       m.scheduled = true;
     }
     Complete(m);
