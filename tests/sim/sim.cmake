@@ -5,7 +5,7 @@ add_library(rr_simnet STATIC ${CMAKE_CURRENT_LIST_DIR}/world_net.cc ${CMAKE_CURR
                              ${CMAKE_CURRENT_LIST_DIR}/world_oracles.cc
                              ${CMAKE_CURRENT_LIST_DIR}/scenario.cc)
 target_include_directories(rr_simnet PUBLIC ${CMAKE_CURRENT_LIST_DIR})
-target_link_libraries(rr_simnet PUBLIC rr_core PRIVATE xxhash)
+target_link_libraries(rr_simnet PUBLIC rr_core)
 
 add_executable(rerail-simnet ${CMAKE_CURRENT_LIST_DIR}/main.cc)
 target_link_libraries(rerail-simnet PRIVATE rr_simnet)

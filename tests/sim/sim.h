@@ -26,8 +26,13 @@
 //
 // Oracles (checked as events happen; the first violation stops the run with the seed and a repro line)
 //   * Every chunk a receive gets is placed at buf + offset of ITS message, aligned to the chunk grid,
-//     never into a buffer NCCL already got back; a receive completes with the sent size, every chunk
-//     placed, the content's hash equal to the sender's, and no byte beyond the message touched.
+//     never into a buffer NCCL already got back, each (dst, len) checked as an interval, counted per
+//     chunk (never more often than the sender handed it out); a receive completes with the sent size,
+//     every chunk placed, the right content and no byte beyond the message touched. The payload is a
+//     function of (message, offset) (world.h: Pattern), so no buffer is filled or carried: every byte
+//     the core copies is real and checked (its eager copy at isend, frame by frame as it is written;
+//     stashed chunks as it copies them into the posted buffer), a placement from the wire writes the
+//     chunk's boundaries and sampled words, checked at completion with the guard bytes beyond it.
 //   * A (non-eager) send completes only after all its chunks were placed at the receiver; eager sends
 //     only after every byte entered the kernel. No data frame points into a send buffer after its
 //     send completed. Completions are FIFO per comm and side.

@@ -65,9 +65,11 @@ struct Later {
   bool operator()(const Event& x, const Event& y) const { return x.t != y.t ? x.t > y.t : x.seq > y.seq; }
 };
 
+// A frame in a socket. Its payload is not carried: a data frame's bytes are Pattern(key of message
+// hdr.seq, hdr.offset, hdr.len), which CheckTx verified when it was written (an eager frame's bytes
+// compared word by word, a non-eager frame's payload pointer equal to the send buffer + offset).
 struct FrameRec {
   net::Frame hdr{};
-  std::vector<uint8_t> bytes;  // copy mode: the payload as written (the kernel's copy)
   uint64_t end = 0;            // cumulative stream offset of its last byte + 1
 };
 
@@ -117,12 +119,37 @@ struct Wire {
   std::vector<Event> held;  // arrivals / acks swallowed while dead: replayed in order on heal
 };
 
+// The payload of every message is a function of (key, offset): byte p is byte p % 8 of the 64-bit
+// word PatternWord(key, p - p % 8) as stored in memory. Every 8-byte word of every message differs,
+// so bytes from another offset or another message never pass for the right ones, and no buffer has
+// to be filled, hashed or carried to be checked.
+inline uint64_t PatternWord(uint64_t key, uint64_t aligned) { return key ^ ((aligned + 8) * 0x9e3779b97f4a7c15ull); }
+// Writes bytes [off, off + len) of the message with `key` to out.
+void Pattern(uint8_t* out, uint64_t key, uint64_t off, size_t len);
+// The index of the first byte of p[0, len) that differs from bytes [off, off + len) of the message; len if none.
+size_t PatternMismatch(const uint8_t* p, uint64_t key, uint64_t off, size_t len);
+// The bytes of a chunk [off, off + len) a placement on the wire writes and a completion checks: the
+// first and last 8 bytes (the chunk's boundaries) and kChunkSamples 8-byte words at positions drawn
+// from (key, off). fn(start, n) is called for each (they may overlap).
+constexpr int kChunkSamples = 4;
+template <typename Fn>
+void ChunkSamples(uint64_t key, uint64_t off, uint64_t len, Fn fn) {
+  if (len <= 16 + 8 * kChunkSamples) return fn(off, len);
+  fn(off, 8);
+  fn(off + len - 8, 8);
+  for (int i = 0; i < kChunkSamples; ++i) fn(off + 8 + Mix64(key ^ (off * 0x100 + i)) % (len - 23), 8);
+}
+
 struct Msg {
   uint64_t size = 0, cap = 0;
-  std::unique_ptr<uint8_t[]> src, dst;  // copy mode: the send and receive buffers
+  // Copy mode: real send and receive buffers. The send buffer is never read or written by the
+  // simulator (the core reads it only through its copier, which writes the pattern); the receive
+  // buffer gets sampled bytes of every chunk placed from the wire, every byte of a chunk the core
+  // copies from its stash, and guard bytes beyond the message.
+  std::unique_ptr<uint8_t[]> src, dst;
   uint8_t* src_p = nullptr;
   uint8_t* dst_p = nullptr;
-  uint64_t hash = 0;
+  uint64_t key = 0;  // the payload (Pattern)
   std::vector<uint8_t> placed;  // per chunk: times placed
   std::vector<uint8_t> handed;  // per chunk: times the sender handed it to a link (placed <= handed)
   uint64_t chunks_placed = 0;
@@ -215,7 +242,7 @@ class World {
   void SetRate(int w, uint64_t bps);
   void Serialise(int w, uint64_t bytes);
   bool CanTake(int sid) const;
-  void Write(int sid, const net::Frame& hdr, const uint8_t* payload);
+  void Write(int sid, const net::Frame& hdr);  // the payload is implied by the header (FrameRec)
   void SetFin(int sid);
   void OnArrive(const detail::Event& e);
   void OnAck(const detail::Event& e);

@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <xxhash.h>
-
 #include "world.h"
 
 namespace rr::sim {
@@ -46,24 +44,48 @@ class Observer : public net::CoreObserver {
 
 }  // namespace detail
 
-namespace {
+namespace detail {
 
-// A per-message key times the word's offset: every 8-byte word of every message differs (a chunk
-// placed at another offset or into another message's buffer changes the content hash), and cheap.
-void Fill(uint8_t* p, size_t n, uint64_t key) {
+void Pattern(uint8_t* out, uint64_t key, uint64_t off, size_t len) {
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t v = key ^ ((i + 8) * 0x9e3779b97f4a7c15ull);
-    memcpy(p + i, &v, 8);
+  if (size_t skip = off & 7; skip != 0 && len > 0) {  // the head up to the next word
+    uint64_t w = PatternWord(key, off - skip);
+    i = std::min(8 - skip, len);
+    memcpy(out, reinterpret_cast<const uint8_t*>(&w) + skip, i);
   }
-  if (i < n) {
-    uint64_t v = key ^ ((i + 8) * 0x9e3779b97f4a7c15ull);
-    memcpy(p + i, &v, n - i);
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w = PatternWord(key, off + i);
+    memcpy(out + i, &w, 8);
+  }
+  if (i < len) {
+    uint64_t w = PatternWord(key, off + i);
+    memcpy(out + i, &w, len - i);
   }
 }
 
+size_t PatternMismatch(const uint8_t* p, uint64_t key, uint64_t off, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    uint64_t pos = off + i, w = PatternWord(key, pos & ~uint64_t{7});
+    size_t skip = pos & 7, n = std::min(8 - skip, len - i);
+    if (n == 8) {
+      uint64_t v;
+      memcpy(&v, p + i, 8);
+      if (v == w) {
+        i += 8;
+        continue;
+      }
+    }
+    const auto* e = reinterpret_cast<const uint8_t*>(&w) + skip;
+    for (size_t j = 0; j < n; ++j) {
+      if (p[i + j] != e[j]) return i + j;
+    }
+    i += n;
+  }
+  return len;
+}
 
-}  // namespace
+}  // namespace detail
 
 World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), perturb_(sc.seed ^ 0x7065727475726221ull) {
   now_ = 1000;
@@ -124,7 +146,29 @@ World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), per
       Violate("comm " + std::to_string(self->id) + ": a stashed chunk copied outside every posted buffer");
       return Status::Ok();
     });
-    if (!sc_.copy_bytes) c.send->SetCopier([](void*, const void*, size_t) { return Status::Ok(); });
+    if (!sc_.copy_bytes) {
+      c.send->SetCopier([](void*, const void*, size_t) { return Status::Ok(); });
+    } else {
+      // The eager copy at isend: the bytes of the send buffer it reads, i.e. the pattern at their offset
+      // (the core never reads NCCL's buffer otherwise; the simulator never fills it).
+      c.send->SetCopier([this, self](void* dst, const void* src, size_t len) {
+        auto* p = static_cast<const uint8_t*>(src);
+        for (size_t j = self->s_test; j < std::min(self->s_post + 1, self->msgs.size()); ++j) {
+          Msg& m = self->msgs[j];
+          if (p < m.src_p || p >= m.src_p + std::max<uint64_t>(m.size, 1)) continue;
+          uint64_t off = static_cast<uint64_t>(p - m.src_p);
+          if (off + len > m.size) {
+            Violate("comm " + std::to_string(self->id) + " msg " + std::to_string(j) + ": the eager copy reads " +
+                    std::to_string(off + len - m.size) + " bytes beyond the send buffer");
+            return Status::Ok();
+          }
+          detail::Pattern(static_cast<uint8_t*>(dst), m.key, off, len);
+          return Status::Ok();
+        }
+        Violate("comm " + std::to_string(self->id) + ": an eager copy from outside every posted send buffer");
+        return Status::Ok();
+      });
+    }
     c.tx.resize(nr);
     c.rx.assign(nr, -1);
     c.samples.resize(nr);
@@ -135,12 +179,11 @@ World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), per
       m.cap = m.size + c.spec.slack;
       m.placed.assign(std::max<uint64_t>(1, (m.size + chunk - 1) / chunk), 0);
       m.handed.assign(m.placed.size(), 0);
+      m.key = Mix64(sc_.seed ^ (k << 40) ^ (j << 8));
       if (sc_.copy_bytes) {
-        // Not zero-filled: the source is written at once, the destination is checked only once every
-        // chunk was placed (the guard bytes beyond the message are set).
+        // Neither is filled: the payload is Pattern(key) (world.h); the receive buffer is checked at
+        // the bytes its placements wrote, and the guard bytes beyond the message are set.
         m.src.reset(new uint8_t[std::max<uint64_t>(m.size, 1)]);
-        Fill(m.src.get(), m.size, Mix64(sc_.seed ^ (k << 40) ^ (j << 8)));
-        m.hash = XXH3_64bits(m.src.get(), m.size);
         m.dst.reset(new uint8_t[std::max<uint64_t>(m.cap, 1)]);
         memset(m.dst.get() + m.size, detail::kGuard, m.cap - m.size);
         m.src_p = m.src.get();
@@ -411,7 +454,7 @@ bool World::SendWrites(Comm& c) {
           }
           CheckTx(c, l, f);
           if (violated()) return false;
-          Write(sid, f.hdr, f.payload);
+          Write(sid, f.hdr);
           s.OnWritten(l, detail::kFrameBytes + f.hdr.len);
           s.OnTxDone(now_, l, f.hdr);
           progressed = true;
@@ -533,10 +576,15 @@ bool World::ReadStream(Comm& c, int link, int sid) {
     consume(std::min(s.arrived, fr.end));  // the payload is read as it arrives
     if (s.arrived < fr.end) break;
     if (s.act.kind == RxAction::kPlace) {
-      Place(c, fr.hdr, s.act.dst, fr.bytes.data(), false);
+      Place(c, fr.hdr, s.act.dst, nullptr, false);
       if (violated()) return false;
     } else if (s.act.kind == RxAction::kStash && sc_.copy_bytes) {
-      memcpy(s.act.dst, fr.bytes.data(), fr.hdr.len);
+      // The core's own memory, which it copies to the posted buffer later: every byte is real.
+      if (fr.hdr.seq >= c.msgs.size()) {
+        Violate("comm " + std::to_string(c.id) + ": a frame of a message never sent stashed");
+        return false;
+      }
+      detail::Pattern(s.act.dst, c.msgs[fr.hdr.seq].key, fr.hdr.offset, fr.hdr.len);
     }
     s.head_open = false;
     s.frames.pop_front();
@@ -573,7 +621,7 @@ void World::PumpRecv(Comm& c) {
           Trace("comm %d recv: writes control type %d ack %" PRIu64 " credit %" PRIu64 " on link %zu", c.id,
                 static_cast<int>(net::TypeOf(f)), f.seq, f.offset, l);
         }
-        Write(incs_[c.rx[l]].rev, f, nullptr);
+        Write(incs_[c.rx[l]].rev, f);
       }
     }
     while (!c.rail_ev[1].empty()) {

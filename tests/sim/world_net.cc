@@ -6,8 +6,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include <xxhash.h>
-
 #include "world.h"
 
 namespace rr::sim {
@@ -182,12 +180,11 @@ bool World::CanTake(int sid) const {
   return !s.reset && s.written - s.acked < sc_.sndbuf;
 }
 
-void World::Write(int sid, const net::Frame& hdr, const uint8_t* payload) {
+void World::Write(int sid, const net::Frame& hdr) {
   Stream& s = streams_[sid];
   if (s.reset) return;
   detail::FrameRec fr;
   fr.hdr = hdr;
-  if (sc_.copy_bytes && hdr.len > 0) fr.bytes.assign(payload, payload + hdr.len);
   s.written += sizeof(net::Frame) + hdr.len;
   fr.end = s.written;
   s.frames.push_back(std::move(fr));
@@ -265,7 +262,7 @@ void World::CloseTx(int i, const net::Frame* notice) {
   Inc& in = incs_[i];
   in.tx_open = false;
   if (in.reset) return;
-  if (notice != nullptr) Write(in.fwd[0], *notice, nullptr);
+  if (notice != nullptr) Write(in.fwd[0], *notice);
   for (int sid : in.fwd) SetFin(sid);
   const detail::Wire& w = wires_[streams_[in.fwd[0]].wire];
   if (!in.rx_open) Push(now_ + 2 * w.delay + kUs, detail::kKill, i, 0);
@@ -275,7 +272,7 @@ void World::CloseRx(int i, const net::Frame* notice) {
   Inc& in = incs_[i];
   in.rx_open = false;
   if (in.reset) return;
-  if (notice != nullptr) Write(in.rev, *notice, nullptr);
+  if (notice != nullptr) Write(in.rev, *notice);
   SetFin(in.rev);
   // Data reaching the closed socket draws an RST: the sender's next write fails (after the notice).
   const detail::Wire& w = wires_[streams_[in.rev].wire];

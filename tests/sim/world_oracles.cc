@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include <xxhash.h>
-
 #include "world.h"
 
 namespace rr::sim {
@@ -20,22 +18,24 @@ using net::Frame;
 void World::CheckTx(Comm& c, int link, const net::TxFrame& f) {
   const Frame& h = f.hdr;
   if (net::TypeOf(h) != net::FrameType::kData) return;
-  std::string who = "comm " + std::to_string(c.id) + " link " + std::to_string(link) + " msg " + std::to_string(h.seq);
-  if (h.seq >= c.msgs.size() || !c.msgs[h.seq].s_posted) return Violate(who + ": data frame of a send never posted");
+  auto who = [&] { return "comm " + std::to_string(c.id) + " link " + std::to_string(link) + " msg " + std::to_string(h.seq); };
+  if (h.seq >= c.msgs.size() || !c.msgs[h.seq].s_posted) return Violate(who() + ": data frame of a send never posted");
   Msg& m = c.msgs[h.seq];
   uint32_t chunk = sc_.core.chunk;
   if (h.total != m.size || h.offset % chunk != 0 || h.len != std::min<uint64_t>(chunk, m.size - std::min(m.size, h.offset)) ||
       (h.offset >= m.size && m.size > 0)) {
-    return Violate(who + ": bad chunk (offset " + std::to_string(h.offset) + " len " + std::to_string(h.len) + ")");
+    return Violate(who() + ": bad chunk (offset " + std::to_string(h.offset) + " len " + std::to_string(h.len) + ")");
   }
   if (net::IsEager(h)) {
+    // From the core's own copy: every byte (the frame then carries exactly the pattern, FrameRec).
     m.eager = true;
-    if (sc_.copy_bytes && h.len > 0 && memcmp(f.payload, m.src.get() + h.offset, h.len) != 0) {
-      return Violate(who + ": eager payload differs from what was sent");
+    if (sc_.copy_bytes && h.len > 0) {
+      size_t bad = detail::PatternMismatch(f.payload, m.key, h.offset, h.len);
+      if (bad < h.len) return Violate(who() + ": eager payload differs from what was sent (byte " + std::to_string(bad) + ")");
     }
   } else {
-    if (m.s_core_done) return Violate(who + ": data frame of a completed send (its buffer is NCCL's again)");
-    if (h.len > 0 && f.payload != m.src_p + h.offset) return Violate(who + ": payload is not at the buffer + offset");
+    if (m.s_core_done) return Violate(who() + ": data frame of a completed send (its buffer is NCCL's again)");
+    if (h.len > 0 && f.payload != m.src_p + h.offset) return Violate(who() + ": payload is not at the buffer + offset");
   }
   m.written_payload += h.len;
   uint8_t& n = m.handed[h.offset / chunk];
@@ -43,24 +43,39 @@ void World::CheckTx(Comm& c, int link, const net::TxFrame& f) {
 }
 
 
+// A chunk reaches the receive buffer: from the wire (bytes == nullptr: the frame's payload, which is
+// the pattern at its header's offset, FrameRec; its sampled bytes are written, ChunkSamples) or from
+// the core's stash (stash_copy: every byte, checked here). Both are checked as an interval: inside
+// the message, on the chunk grid, at buf + offset of the frame's own message, and counted.
 void World::Place(Comm& c, const Frame& h, const uint8_t* dst, const uint8_t* bytes, bool stash_copy) {
-  std::string who = "comm " + std::to_string(c.id) + " msg " + std::to_string(h.seq) + " offset " +
-                    std::to_string(h.offset) + (stash_copy ? " (stash)" : "");
-  if (h.seq >= c.msgs.size()) return Violate(who + ": placed for a message never sent");
+  auto who = [&] {
+    return "comm " + std::to_string(c.id) + " msg " + std::to_string(h.seq) + " offset " + std::to_string(h.offset) +
+           (stash_copy ? " (stash)" : "");
+  };
+  if (h.seq >= c.msgs.size()) return Violate(who() + ": placed for a message never sent");
   Msg& m = c.msgs[h.seq];
-  if (!m.r_posted) return Violate(who + ": placed into a receive not posted");
-  if (m.r_core_done) return Violate(who + ": placed into a receive the core already completed");
+  if (!m.r_posted) return Violate(who() + ": placed into a receive not posted");
+  if (m.r_core_done) return Violate(who() + ": placed into a receive the core already completed");
   uint32_t chunk = sc_.core.chunk;
   if (h.total != m.size || h.offset % chunk != 0 || h.offset >= std::max<uint64_t>(m.size, 1) ||
       h.len != std::min<uint64_t>(chunk, m.size - h.offset)) {
-    return Violate(who + ": placement of " + std::to_string(h.len) + " bytes off the chunk grid");
+    return Violate(who() + ": placement of " + std::to_string(h.len) + " bytes off the chunk grid");
   }
-  if (dst != m.dst_p + h.offset) return Violate(who + ": placed at the wrong address");
-  if (sc_.copy_bytes) memcpy(m.dst.get() + h.offset, bytes, h.len);
+  if (dst != m.dst_p + h.offset) return Violate(who() + ": placed at the wrong address");
+  if (sc_.copy_bytes) {
+    uint8_t* out = m.dst.get();
+    if (bytes != nullptr) {
+      size_t bad = detail::PatternMismatch(bytes, m.key, h.offset, h.len);
+      if (bad < h.len) return Violate(who() + ": copied bytes differ from the sent ones (byte " + std::to_string(bad) + " of the chunk)");
+      memcpy(out + h.offset, bytes, h.len);
+    } else {
+      detail::ChunkSamples(m.key, h.offset, h.len, [&](uint64_t at, uint64_t n) { detail::Pattern(out + at, m.key, at, n); });
+    }
+  }
   // Exactly once, unless the chunk was re-sent: a late first copy and its re-sent copy may both land
   // (identical bytes, before the completion: the core defers it while a stream still writes).
   uint8_t& n = m.placed[h.offset / chunk];
-  if (n >= m.handed[h.offset / chunk]) return Violate(who + ": placed more often than the sender sent it");
+  if (n >= m.handed[h.offset / chunk]) return Violate(who() + ": placed more often than the sender sent it");
   if (n++ == 0) ++m.chunks_placed;
   else res_.dup_bytes += h.len;
 }
@@ -122,7 +137,15 @@ void World::DrainRecv(Comm& c) {
     Msg& m = c.msgs[k];
     std::string who = "comm " + std::to_string(c.id) + " recv " + std::to_string(k);
     if (sc_.copy_bytes) {
-      if (XXH3_64bits(m.dst.get(), m.size) != m.hash) return Violate(who + ": received bytes differ from the sent ones");
+      // Every chunk's boundaries and samples still hold the pattern (nothing wrote over them since).
+      uint32_t chunk = sc_.core.chunk;
+      for (uint64_t off = 0; off < m.size; off += chunk) {
+        bool same = true;
+        detail::ChunkSamples(m.key, off, std::min<uint64_t>(chunk, m.size - off), [&](uint64_t at, uint64_t n) {
+          same = same && detail::PatternMismatch(m.dst.get() + at, m.key, at, n) == n;
+        });
+        if (!same) return Violate(who + ": received bytes differ from the sent ones (chunk at " + std::to_string(off) + ")");
+      }
       for (uint64_t b = m.size; b < m.cap; ++b) {
         if (m.dst[b] != kGuard) return Violate(who + ": byte " + std::to_string(b) + " beyond the message was written");
       }
