@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -107,6 +108,15 @@ struct ConnConfig {
   CoreConfig core() const;  // the protocol's part
 };
 
+// A read-ahead buffer's unconsumed bytes buf[*pos, *end) move to its front (a partial frame waits
+// there for the rest; the next read appends).
+inline void CompactReadAhead(uint8_t* buf, size_t* pos, size_t* end) {
+  if (*pos == 0) return;
+  std::memmove(buf, buf + *pos, *end - *pos);
+  *end -= *pos;
+  *pos = 0;
+}
+
 inline uint64_t RailGen(const RailSignals* s, int rail) {
   return s != nullptr && rail >= 0 && rail < kMaxRails ? s->gen[rail].load(std::memory_order_acquire) : 0;
 }
@@ -160,6 +170,12 @@ class Comm {
   void ReportLinkState(const ConnConfig& cfg, int dev, LinkState from, LinkState to, const std::string& why);
   // A receive comm's core dropped a link (profiler FAILOVER event: nothing re-sent, no survivor named).
   void ReportRecvFailover(const ConnConfig& cfg, int dev, const std::string& why);
+  // A closing send comm, TCP and IB alike: while a completed send (eager, 0-byte ones included) is
+  // unacknowledged, only `core` can re-send it, so `progress` is driven until the ack, the connection's
+  // end, or kEagerLingerMs (also with every link failed: re-probes may come back). Only a clean close
+  // lingers: requests NCCL still holds mean an abort (ncclCommAbort), which must not wait out the
+  // linger on every comm of a dead peer.
+  void LingerUntilAcked(const SendCore& core, const std::function<Status()>& progress);
 
   uint32_t magic_;
   RequestPool pool_;
@@ -177,9 +193,7 @@ struct LinkPlan {
 class SendComm final : public Comm, private CoreObserver {
  public:
   SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, std::vector<LinkPlan> plan);
-  // Closing: completed eager sends (0-byte ones too) may still be unacknowledged (only the core can
-  // re-send them); drives I/O for up to kEagerLingerMs until they are acked or the connection ended
-  // (failed, or closed by the peer), so close loses nothing and never waits longer than that.
+  // Closing: LingerUntilAcked, so close loses nothing and never waits longer than kEagerLingerMs.
   ~SendComm() override;
   // Connection setup (NCCL's connect polling): *ready once the comm may carry data.
   Status PollConnect(bool* ready);

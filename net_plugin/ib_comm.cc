@@ -11,7 +11,6 @@
 namespace rr::net {
 
 namespace {
-constexpr uint64_t kEagerLingerMs = 1000;  // a closing sender, for its unacknowledged (eager) sends
 constexpr uint64_t kAckLingerMs = 1000;    // a closing receiver, for its queued acks
 
 // Port events the monitor published since the comm last looked, handed to its driver.
@@ -154,22 +153,8 @@ IbSendComm::IbSendComm(const ConnConfig& cfg, IbContext* ib, uint64_t conn_id, s
   conn_id_ = conn_id;
 }
 
-// As SendComm's: lingers while a completed send (eager, 0-byte ones included) is unacknowledged, also
-// with every link failed, for at most kEagerLingerMs.
 IbSendComm::~IbSendComm() {
-  if (!core_) return;
-  Deadline dl = Deadline::AfterMs(kEagerLingerMs);
-  // Only a clean close lingers: requests NCCL still holds mean an abort (ncclCommAbort), which must
-  // not wait out the linger on every comm of a dead peer.
-  const bool clean = pool_.in_use() == 0;
-  while (clean && core_->unacknowledged() && core_->state() == ConnState::kActive && !dl.Expired()) {
-    if (!Progress().ok()) break;
-  }
-  if (clean && core_->unacknowledged() && core_->state() == ConnState::kActive) {
-    RR_INFO(log::kFlagNet, "conn %016lx closed with %lu message(s) (%zu eager bytes) unacknowledged",
-            static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(core_->posted() - core_->acked()),
-            core_->eager_bytes());
-  }
+  if (core_) LingerUntilAcked(*core_, [this] { return Progress(); });
 }
 
 Status IbSendComm::PollConnect(bool* ready) {

@@ -85,11 +85,11 @@ Status RecvComm::Irecv(void* data, size_t cap, void* phandle, Request** req) {
   // The I/O waits for test(), unless a header arrived before this receive was posted: it may be this
   // receive's, so place it now. (No read pass here: on a ping-pong's critical path it costs a recv
   // per stream that finds nothing.) A failure found here is reported by test() on this request.
+  bool parked = false;
   for (const RxLink& l : links_) {
-    for (const RxStream& s : l.rx) {
-      if (s.have_hdr) return (void)Progress(false), Status::Ok();
-    }
+    for (const RxStream& s : l.rx) parked |= s.have_hdr;
   }
+  if (parked) (void)Progress(false);
   return Status::Ok();
 }
 
@@ -99,11 +99,7 @@ bool RecvComm::Fill(int idx, int i, uint64_t now, uint8_t* dst, size_t want, siz
   RxLink& l = links_[idx];
   RxStream& s = l.rx[i];
   if (s.buf.empty()) s.buf.resize(kReadAheadBytes);
-  if (s.pos > 0) {  // keep the unconsumed bytes (a partial header) at the front
-    std::memmove(s.buf.data(), s.buf.data() + s.pos, s.end - s.pos);
-    s.end -= s.pos;
-    s.pos = 0;
-  }
+  CompactReadAhead(s.buf.data(), &s.pos, &s.end);
   // Behind a large payload only the next header is read ahead: the payload after it goes straight to
   // its own destination (no copy). Behind a small one (or none) the whole buffer: small frames come
   // in one call.

@@ -103,20 +103,20 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
   Commands(now);  // the first connects
 }
 
-// Lingers while a completed send is unacknowledged (eager, 0-byte ones included), also with every link
-// failed: their re-probes may come back within the linger. A dead peer costs at most kEagerLingerMs.
 SendComm::~SendComm() {
+  LingerUntilAcked(core_, [this] { return Progress(); });
+}
+
+void Comm::LingerUntilAcked(const SendCore& core, const std::function<Status()>& progress) {
+  if (pool_.in_use() != 0) return;  // an abort
   Deadline dl = Deadline::AfterMs(kEagerLingerMs);
-  // Only a clean close lingers: requests NCCL still holds mean an abort (ncclCommAbort), which must
-  // not wait out the linger on every comm of a dead peer.
-  const bool clean = pool_.in_use() == 0;
-  while (clean && core_.unacknowledged() && core_.state() == ConnState::kActive && !dl.Expired()) {
-    if (!Progress().ok()) break;
+  while (core.unacknowledged() && core.state() == ConnState::kActive && !dl.Expired()) {
+    if (!progress().ok()) return;
   }
-  if (clean && core_.unacknowledged() && core_.state() == ConnState::kActive) {
+  if (core.unacknowledged() && core.state() == ConnState::kActive) {
     RR_INFO(log::kFlagNet, "conn %016lx closed with %lu message(s) (%zu eager bytes) unacknowledged",
-            static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(core_.posted() - core_.acked()),
-            core_.eager_bytes());
+            static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(core.posted() - core.acked()),
+            core.eager_bytes());
   }
 }
 
@@ -267,11 +267,7 @@ void SendComm::ReadControl(int idx, uint64_t now) {
       continue;
     }
     if (drained) return;
-    if (l.in_pos > 0) {  // a partial frame moves to the front
-      std::memmove(l.in.data(), l.in.data() + l.in_pos, l.in_end - l.in_pos);
-      l.in_end -= l.in_pos;
-      l.in_pos = 0;
-    }
+    CompactReadAhead(l.in.data(), &l.in_pos, &l.in_end);
     size_t want = l.in.size() - l.in_end;
     size_t n = 0;
     int err = 0;

@@ -350,7 +350,7 @@ class SendCore final : public CoreBase {
     uint64_t seq = 0;
     const uint8_t* data = nullptr;
     size_t size = 0;
-    size_t next_off = 0;      // next fresh byte to schedule from the front
+    size_t next_off = 0;      // next fresh byte to schedule
     bool scheduled = false;   // every chunk handed out once
     void* owner = nullptr;    // null once reported done (eager), so an ack cannot complete it twice
     bool eager = false;       // data points into copy; completes when `written` reaches size
@@ -376,7 +376,7 @@ class SendCore final : public CoreBase {
   };
 
   bool Eligible(const TxLink& l) const;
-  void AddPending(int64_t delta);  // pending_bytes_, published to the scheduler  // the newest message with fresh chunks the receiver has room for
+  void AddPending(int64_t delta);  // pending_bytes_, published to the scheduler
   uint64_t SampleAt() const { return refused_ ? std::min(next_sample_ns_, last_sample_ns_ + fast_sample_ns_) : next_sample_ns_; }
   void SetState(int idx, LinkState to, const std::string& why);
   bool Stalled(const TxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }

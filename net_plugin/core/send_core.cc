@@ -332,8 +332,9 @@ void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer
   // Probation: only a link that stayed up for probation_ns since its failback starts over from the
   // shortest back-off; one failing sooner keeps doubling it, so a link whose probes succeed but whose
   // data path does not (ack-only loss) is not re-admitted, and its chunks re-sent, every few hundred ms.
-  if (l.failback_ns != 0 && now - l.failback_ns >= cfg_.probation_ns) l.backoff_ns = cfg_.backoff_min_ns;
-  if (l.failback_ns != 0 && now - l.failback_ns < cfg_.probation_ns) {
+  if (l.failback_ns != 0 && now - l.failback_ns >= cfg_.probation_ns) {
+    l.backoff_ns = cfg_.backoff_min_ns;
+  } else if (l.failback_ns != 0) {
     RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) failed %lu ms after its failback (probation %lu ms): next probe in %lu ms",
             static_cast<unsigned long>(conn_id_), idx, l.spec.name.c_str(),
             static_cast<unsigned long>((now - l.failback_ns) / 1000000), static_cast<unsigned long>(cfg_.probation_ns / 1000000),

@@ -38,18 +38,9 @@ IoState TcpLink::Writev(int stream, const iovec* iov, int iovcnt, size_t* n, int
 }
 
 IoState TcpLink::Read(int stream, void* buf, size_t len, size_t* n, int* err) {
-  for (;;) {
-    ssize_t r = recv(fds_[stream], buf, len, MSG_DONTWAIT);
-    if (r > 0) {
-      *n = static_cast<size_t>(r);
-      return IoState::kOk;
-    }
-    if (r == 0) return len == 0 ? IoState::kAgain : IoState::kClosed;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return IoState::kAgain;
-    *err = errno;
-    return IoState::kError;
-  }
+  if (len == 0) return IoState::kAgain;  // nothing asked: not a closed stream
+  iovec iov{buf, len};
+  return Readv(stream, &iov, 1, n, err);
 }
 
 IoState TcpLink::Readv(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) {
