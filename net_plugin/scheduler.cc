@@ -57,29 +57,38 @@ void Scheduler::OnKernelQueue(int link, uint64_t outq_bytes) {
 void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now) {
   RailLoad& r = load(link);
   std::lock_guard<std::mutex> g(r.mu);
-  bool silence = r.last_report_ns != 0 && now > r.last_report_ns && now - r.last_report_ns > kMaxReportGapNs;
+  uint64_t since = r.last_report_ns != 0 && now > r.last_report_ns ? now - r.last_report_ns : 0;
   r.last_report_ns = now;
-  if (r.win_start_ns == 0 || now < r.win_start_ns || silence) {
+  if (r.win_start_ns == 0 || now < r.win_start_ns || since > kMaxReportGapNs) {
     r.win_start_ns = now;
     r.win_bytes = 0;
-    r.win_reports = r.win_backlogged = 0;
+    r.win_reports = 0;
+    r.win_busy_ns = 0;
     return;
   }
   r.win_bytes += bytes;
   ++r.win_reports;
-  r.win_backlogged += backlogged;
+  // A report speaks for the time since the rail's previous one: a window is a sample only if the
+  // senders had bytes waiting for most of its TIME. Counting reports instead, an idle window with one
+  // quiet report and one backlogged report (the failover that had just moved a dead rail's chunks
+  // here) measured a heartbeat over 60 ms as the rail's rate (seed 4045415).
+  if (backlogged) r.win_busy_ns += std::min(since, now - r.win_start_ns);
   uint64_t span = now - r.win_start_ns;
   if (span < std::max<uint64_t>(kSampleNs, kSampleRtts * r.rtt_ns.load(std::memory_order_relaxed))) return;
+  double rate = std::max(static_cast<double>(r.win_bytes) / static_cast<double>(span), 1e-6);
+  double old = r.bw.load(std::memory_order_relaxed);
   // Only a window in which the rail's senders mostly had bytes waiting for TCP measures the rail;
-  // otherwise it measured the demand.
-  if (r.win_reports >= 2 && 2 * r.win_backlogged >= r.win_reports) {
-    double rate = std::max(static_cast<double>(r.win_bytes) / static_cast<double>(span), 1e-6);
-    double old = r.bw.load(std::memory_order_relaxed);
+  // otherwise it measured the demand — unless it delivered more than the estimate: that rate is a
+  // lower bound on the rail's, so an estimate far too low climbs back whenever the rail is used at
+  // all (else the cap of rule 1, sized by the estimate, keeps the rail's kernel queue short, no
+  // window is backlogged, and the rail stays throttled to a chunk per report for good).
+  if ((r.win_reports >= 2 && 2 * r.win_busy_ns >= span) || (old > 0 && rate > old)) {
     r.bw.store(old == 0 ? rate : (1 - kAlpha) * old + kAlpha * rate, std::memory_order_relaxed);
   }
   r.win_start_ns = now;
   r.win_bytes = 0;
-  r.win_reports = r.win_backlogged = 0;
+  r.win_reports = 0;
+  r.win_busy_ns = 0;
 }
 
 void Scheduler::OnLinkBack(int link) {

@@ -41,8 +41,10 @@
 //   * bw(rail) is an EWMA (weight kAlpha) of the rate at which the peer's TCP acknowledged the rail's
 //     bytes (tcpi_bytes_acked of every comm's links on that rail, summed), sampled over windows of
 //     kSampleNs or kSampleRtts round trips, whichever is longer (a window must span many RTTs of
-//     acknowledgements to measure a rate), in which the senders mostly had bytes waiting (unsent bytes in a socket, or the rail
-//     full by rule 1); windows limited by demand are not samples. Kernel acknowledgements, not message
+//     acknowledgements to measure a rate), in which the senders had bytes waiting (unsent bytes in a socket, or the
+//     rail full by rule 1) for most of the window's time; windows limited by demand are not samples,
+//     unless they delivered more than the estimate (a lower bound on the rail's rate: an estimate
+//     far too low, which caps the rail's queue so that no window is backlogged, climbs back). Kernel acknowledgements, not message
 //     acks: a message striped over several rails is acknowledged once, which would credit every rail
 //     with the slowest one's pace. Until the first sample the device's nominal speed is used (so
 //     rule 1 does not bind before the rail has been measured). Shared per rail, so every comm learns
@@ -80,7 +82,8 @@ struct RailLoad {
   std::mutex mu;                      // guards the window below
   uint64_t win_start_ns = 0;
   uint64_t win_bytes = 0;
-  uint32_t win_reports = 0, win_backlogged = 0;
+  uint32_t win_reports = 0;
+  uint64_t win_busy_ns = 0;     // the part of the window covered by reports of backlogged senders
   uint64_t last_report_ns = 0;  // the rail's last report (OnDelivered), any comm
 };
 

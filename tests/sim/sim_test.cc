@@ -374,6 +374,22 @@ TEST(Sim, RegressionWindowLimitedStreamIsSlowNotHung) {
   EXPECT_EQ(r.messages, 32u);
 }
 
+// Regression (swarm seed 4045415 at 0fa9419): failover policy, 3 rails at 326 Mbit/s; comm 0's
+// primary was black-holed for good. The survivors' bandwidth window held one quiet report (a
+// heartbeat) and one backlogged one (the failover's re-queued chunks) over 60 ms: "half backlogged",
+// so 40 bytes / 60 ms became the rails' estimate, the queue cap shrank to two chunks, no later window
+// was backlogged, and each survivor carried one 4 KiB chunk per report: a 512 KiB message was still
+// pending 0.4 s later with two healthy rails. Windows are now judged by backlogged time, and one that
+// delivers more than the estimate raises it.
+TEST(Sim, RegressionBandwidthEstimateLockedNearZero) {
+  Scenario sc = Draw(4045415, Options{});
+  ASSERT_EQ(sc.rails.size(), 3u);
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.messages, 54u);
+}
+
 // Same seed, same path: the event trace's hash is identical across runs.
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;

@@ -140,7 +140,8 @@ int LastMessage(NetPlugin* p, void* sc, void* rc, bool sender, uint64_t duration
   if (done && !sender) {
     std::vector<uint64_t> want(last_bytes / 8);
     Fill(want.data(), want.size(), 0);
-    st.bad = static_cast<size_t>(size) != last_bytes || memcmp(want.data(), buf.data(), last_bytes) != 0;
+    // memcmp of 0 bytes still wants valid pointers, and an empty vector's data() may be null (UBSan).
+    st.bad = static_cast<size_t>(size) != last_bytes || (last_bytes > 0 && memcmp(want.data(), buf.data(), last_bytes) != 0);
     st.recv = 1, st.bytes = static_cast<uint64_t>(size);
   }
   if (close_now) {

@@ -282,6 +282,40 @@ TEST(Scheduler, DemandLimitedWindowsAreNotSamples) {
   EXPECT_NEAR(s.BandwidthBps(0), 10e9, 1e6);
 }
 
+// Backlogged is judged by time, not by the number of reports: a window with a quiet report after
+// 35 ms and a backlogged one after 25 more (a failover had just moved a dead rail's chunks here) is
+// mostly idle. Counted per report it was "half backlogged" and its 40 bytes over 60 ms became the
+// rail's estimate: 8 kbit/s, and the rail carried a chunk per report for good (sim seed 4045415).
+TEST(Scheduler, AMostlyIdleWindowIsNoSampleEvenWithFewReports) {
+  Scheduler s;
+  s.Reset({0}, {326e6}, nullptr);
+  uint64_t t = 1'000'000'000;
+  s.OnDelivered(0, 0, false, t);
+  s.OnDelivered(0, 40, false, t += 35'000'000);
+  s.OnDelivered(0, 0, true, t += 25'000'000);
+  EXPECT_NEAR(s.BandwidthBps(0), 326e6, 1e6) << "the idle window became a sample";
+  // The same window with the sockets backlogged for most of it is a sample.
+  s.OnDelivered(0, 100000, false, t += 10'000'000);
+  s.OnDelivered(0, 1000000, true, t += 50'000'000);
+  EXPECT_NEAR(s.BandwidthBps(0), 1.1e6 / 60e-3 * 8, 1e6);
+}
+
+// An estimate far too low caps the rail's queue so short that no window is backlogged any more, so no
+// window was a sample: the rail stayed throttled to a chunk per report. A window that delivers more
+// than the estimate is a lower bound on the rail's rate, backlogged or not: the estimate climbs back.
+TEST(Scheduler, AnEstimateFarTooLowClimbsBackOnceTheRailCarriesMore) {
+  Scheduler s;
+  s.Reset({0}, {10e9}, nullptr);
+  LearnRate(s, 0, 10);  // 8 kbit/s
+  EXPECT_LT(s.BandwidthBps(0), 1e5);
+  uint64_t t = 3'000'000'000;
+  for (int i = 0; i < 300; ++i) s.OnDelivered(0, 400000, false, t += 10'000'000);  // 320 Mb/s, never backlogged
+  EXPECT_NEAR(s.BandwidthBps(0), 320e6, 5e6);
+  // A demand-limited window below the estimate still is no sample.
+  for (int i = 0; i < 100; ++i) s.OnDelivered(0, 4096, false, t += 10'000'000);
+  EXPECT_NEAR(s.BandwidthBps(0), 320e6, 5e6);
+}
+
 // A rail's links go down for a second while backlogged, then the first report after it comes: the
 // silence between reports is not a rate. (Counted as one window, 0.8 MB over 1 s read as 6 Mb/s on a
 // 300 Mb/s rail, and the healed rail was never given a chunk again.)
