@@ -190,6 +190,10 @@ Status IbSendComm::PumpBoot() {
     RR_CHECK(boot_->Next(&h, &got));
     if (!got) break;
     if (h.link >= answers_.size()) return Status::Remote("IB handshake answer for unknown link " + std::to_string(h.link));
+    if (h.magic == ib::kIbHelloMagic && h.streams == 0) {  // the receiver dropped this link (ib_wire.h, version 3)
+      if (core_) core_->OnPeerDroppedLink(NowNs(), h.link, h.epoch);
+      continue;
+    }
     answers_[h.link].push_back(h);
   }
   return Status::Ok();
@@ -333,6 +337,20 @@ Status IbRecvComm::Progress() {
     boot_.Send(answer);
   }
   drv_.Progress(now);
+  int dropped = -1;
+  uint32_t epoch = 0;
+  while (drv_.NextDropped(&dropped, &epoch)) {  // the sender may be unable to see it die (ib_wire.h, version 3)
+    if (boot_dead_ || !closed.ok()) continue;
+    ib::IbLinkHello h{};
+    h.magic = ib::kIbHelloMagic;
+    h.version = ib::kIbHelloVersion;
+    h.link = static_cast<uint8_t>(dropped);
+    h.streams = 0;
+    h.conn_id = conn_id_;
+    h.epoch = epoch;
+    boot_.Send(h);
+    (void)boot_.Flush();  // an error here is the sender's close, which the next read reports
+  }
   if (!closed.ok()) {
     boot_dead_ = true;
     if (closed.code() == Code::kInvalidUsage) {  // a TCP-mode sender: a configuration error, not a fault

@@ -83,9 +83,10 @@ class IbBootstrap {
   // Writes what is buffered, then reads; *got once a whole record arrived. Errors are final.
   Status Next(ib::IbLinkHello* h, bool* got);
   const Link& link() const { return *link_; }
+  // Writes what the stream takes now (Next does it too); an error is final and Next reports it.
+  Status Flush();
 
  private:
-  Status Flush();
   std::unique_ptr<Link> link_;
   std::vector<uint8_t> out_;
   size_t out_done_ = 0;

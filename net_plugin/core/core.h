@@ -306,6 +306,10 @@ class SendCore final : public CoreBase {
   void OnWritten(int link, size_t bytes);
   void OnTxDone(uint64_t now, int link, const Frame& hdr);
   void OnControl(uint64_t now, int link, const Frame& f);
+  // The receiver dropped `link`; `epoch` is the dropped incarnation's successor (a kLinkDown notice,
+  // on any link or out of band, e.g. an IB comm's bootstrap stream). Stale when the link reconnected
+  // since (its epoch is already that far).
+  void OnPeerDroppedLink(uint64_t now, int link, uint32_t epoch);
   void OnLinkUp(uint64_t now, int link);
   void OnConnectFailed(uint64_t now, int link, const std::string& why);
   void OnLinkError(uint64_t now, int link, const std::string& why, bool peer_closed);

@@ -63,6 +63,14 @@ bool RecvCore::OnLinkUp(uint64_t /*now*/, int idx, uint32_t epoch, int rail, int
   l.hb_now = true;  // answer at once: the sender re-admits the rail on the first frame it hears
   l.rail_down = false;
   l.stall.Reset();
+  // Every link this side dropped is announced again on the new one: the first notice went out on
+  // links alive then, and when they all failed too (every rail's transmissions lost at once) it was
+  // lost with them. A sender that had nothing in flight on a dropped link (waiting for the credit this
+  // side could no longer send) cannot see it die by itself: it kept it as its healthy primary and
+  // waited forever (ib_fake_faults txlossall). A notice the sender already knows is stale by epoch.
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (i != static_cast<size_t>(idx) && !links_[i].alive && links_[i].epoch > 0) l.out.push_back(DropNotice(static_cast<int>(i)));
+  }
   return true;
 }
 

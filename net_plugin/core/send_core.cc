@@ -293,15 +293,17 @@ void SendCore::OnControl(uint64_t now, int idx, const Frame& f) {
       OnAck(f.seq, f.offset);
       break;
     case FrameType::kLinkDown:  // about another link, or this one (the receiver dropped it)
-      // f.epoch is the dropped incarnation's successor: a notice about an older incarnation than
-      // the link's current one (it reconnected since) is stale.
-      if (f.seq < links_.size() && links_[f.seq].epoch < f.epoch) {
-        FailLink(now, static_cast<int>(f.seq), "peer reported the link down", false);
-      }
+      if (f.seq < links_.size()) OnPeerDroppedLink(now, static_cast<int>(f.seq), f.epoch);
       break;
     default:
       FailLink(now, idx, "protocol error: unexpected frame type", false);
   }
+}
+
+void SendCore::OnPeerDroppedLink(uint64_t now, int idx, uint32_t epoch) {
+  if (state_ == ConnState::kFailed || idx < 0 || static_cast<size_t>(idx) >= links_.size()) return;
+  // An older incarnation than the link's current one (it reconnected since): stale.
+  if (links_[idx].epoch < epoch) FailLink(now, idx, "peer reported the link down", false);
 }
 
 void SendCore::OnLinkError(uint64_t now, int idx, const std::string& why, bool peer_closed) {

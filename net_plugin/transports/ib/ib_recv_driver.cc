@@ -151,11 +151,20 @@ void IbRecvDriver::Guard() {
     l.up = false;
     l.out.clear();
     ++stats_.guarded;
+    dropped_.emplace_back(static_cast<int>(i), core_->epoch(static_cast<int>(i)));
     for (size_t k = 0; k < held_.size();) {
       if (held_[k].link == static_cast<int>(i)) held_.erase(held_.begin() + static_cast<long>(k));
       else ++k;
     }
   }
+}
+
+bool IbRecvDriver::NextDropped(int* link, uint32_t* epoch) {
+  if (dropped_.empty()) return false;
+  *link = dropped_.front().first;
+  *epoch = dropped_.front().second;
+  dropped_.erase(dropped_.begin());
+  return true;
 }
 
 void IbRecvDriver::ApplyRailEvents(uint64_t now) {

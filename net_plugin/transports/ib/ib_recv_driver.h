@@ -57,6 +57,9 @@ class IbRecvDriver {
   void OnPeerClosed(uint64_t now, const std::string& why);
   // Every control frame queued so far was posted and its SEND completed: closing now loses no ack.
   bool Quiet() const;
+  // A link the core dropped (its QPs are in ERR now), with its new epoch, once each: the comm
+  // announces it on the bootstrap stream.
+  bool NextDropped(int* link, uint32_t* epoch);
 
   struct Stats {
     uint64_t placed_written = 0;  // headers of chunks the sender wrote in place
@@ -135,6 +138,7 @@ class IbRecvDriver {
   // would fail LOC_QP_OP_ERR at the first post, a second failover for one fault).
   std::vector<bool> rail_down_;
   std::vector<IbLink::Event> evs_;
+  std::vector<std::pair<int, uint32_t>> dropped_;  // Guard's links, not yet announced (NextDropped)
   Stats stats_;
 };
 

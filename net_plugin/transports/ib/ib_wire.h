@@ -60,7 +60,11 @@ constexpr int kCtsRails = 8;                     // receiver rails a CTS carries
 constexpr uint32_t kCreditMagic = 0x52435252u;   // "RRCR"
 // 2: the sender speaks first on a new link (a heartbeat once its QPs are connected) and the receiver
 // posts nothing before it heard it; a version-1 peer (receiver sending at once) is refused.
-constexpr uint16_t kIbHelloVersion = 2;
+// 3: the receiver also announces each link it dropped on the bootstrap stream (a record with
+// streams = 0, epoch = the dropped incarnation's successor): a notice on the IB links themselves is
+// lost when they all fail at once, and a sender with nothing in flight on a link whose receiver put
+// its QP in ERR never sees it die (it waits for a CTS that cannot come).
+constexpr uint16_t kIbHelloVersion = 3;
 
 struct IbLinkHello {
   uint32_t magic;      // kIbHelloMagic

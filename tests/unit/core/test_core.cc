@@ -829,6 +829,39 @@ TEST(Core, AnAckForChunksNeverSentStopsTheMessageAtOnce) {
 // A comm that ended (failed here; peer-closed alike) keeps its object until NCCL closes it, but its
 // waiting bytes must leave the rails' shared load at once: other comms' schedulers count every comm's
 // pending work when they decide whether a slower rail should help (Scheduler::Admit).
+// The receiver drops link 0 while link 1 is alive (its notice queued there), then link 1 fails too:
+// the notice is gone with it. When link 1 comes back, link 0's drop is announced on it: a sender
+// with nothing in flight on link 0 cannot see it die by itself (ib_fake_faults txlossall: every
+// transmission of the receiver lost for 0.8 s, the sender kept link 0 as its healthy primary and
+// waited for a credit that never came).
+TEST(Core, ALinkDropNoticeLostWithEveryLinkIsRepeatedOnTheNextLinkUp) {
+  CoreConfig cfg = Cfg();
+  RecvCore recv(cfg, 0x99, cfg.chunk, nullptr);
+  ASSERT_TRUE(recv.OnLinkUp(0, 0, 0, 0, 1, "l0"));
+  ASSERT_TRUE(recv.OnLinkUp(0, 1, 0, 1, 1, "l1"));
+  recv.OnLinkError(0, 0, "test: retry exceeded", false);
+  recv.OnLinkError(0, 1, "test: retry exceeded", false);
+  ASSERT_EQ(recv.LiveLinks(), 0);
+  ASSERT_TRUE(recv.OnLinkUp(0, 1, 1, 1, 1, "l1"));
+  Frame f{};
+  bool noticed = false;
+  while (recv.NextControl(0, 1, &f)) {
+    if (TypeOf(f) == FrameType::kLinkDown) {
+      EXPECT_EQ(f.seq, 0u) << "only the dropped link is announced, not the new one";
+      EXPECT_EQ(f.epoch, recv.epoch(0));
+      noticed = true;
+    }
+  }
+  EXPECT_TRUE(noticed) << "the sender never learns that link 0 is gone";
+  // The sender takes it: its link 0 (epoch 0, healthy, nothing in flight) fails on the notice.
+  SendCore send(cfg, 0x99, {SendCore::LinkSpec{0, 1e9, "l0"}, SendCore::LinkSpec{1, 1e9, "l1"}}, nullptr, 0);
+  send.OnLinkUp(0, 0);
+  send.OnLinkUp(0, 1);
+  ASSERT_EQ(send.link_state(0), LinkState::kHealthy);
+  send.OnControl(0, 1, recv.DropNotice(0));
+  EXPECT_NE(send.link_state(0), LinkState::kHealthy);
+}
+
 TEST(Core, AnEndedCommLeavesTheSharedRailLoad) {
   RailLoad loads[kMaxRails];
   CoreConfig cfg;
