@@ -33,6 +33,10 @@ void IbRecvDriver::OnRailEvent(int rail, bool down) {
 }
 
 Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* answer) {
+  if (h.magic == kIbHelloMagic && h.version != kIbHelloVersion) {
+    return Status::Remote("IB link handshake refused: the sender speaks IB hello version " + std::to_string(h.version) +
+                          ", this rerail " + std::to_string(kIbHelloVersion) + " (use one rerail build on every node)");
+  }
   if (h.magic != kIbHelloMagic || h.version != kIbHelloVersion || h.link >= kMaxLinks || h.streams < 1 || h.streams > net::kMaxStreams ||
       h.peer_rail >= rails_.size() || h.chunk == 0 || h.chunk > kMaxChunk || h.conn_id != core_->conn_id()) {
     return Status::Remote("IB link handshake refused: bad hello");

@@ -445,7 +445,29 @@ TEST_F(IbDriver, FailoverOnPortEvent) {
   // delivers the event on a loaded machine: that is not asserted either way.)
   EXPECT_EQ(sd_->stats().wc_errors, 0u);
   EXPECT_GT(rd_->stats().guarded, 0u);
+  // The comm announces the guarded link on its bootstrap stream too (the notice above travels on the
+  // IB links, which may all be failing at once): once, with the dropped incarnation's successor.
+  int link = -1;
+  uint32_t epoch = 0;
+  ASSERT_TRUE(rd_->NextDropped(&link, &epoch));
+  EXPECT_EQ(link, 1);
+  EXPECT_GE(epoch, 1u);
   EXPECT_TRUE(StepUntil(5000, [&] { return Healthy(1); })) << "no failback";
+}
+
+// A hello of another rerail build's handshake version is refused with a message that says so.
+TEST_F(IbDriver, AHelloOfAnotherVersionIsRefusedByName) {
+  CoreConfig cfg;
+  Start(cfg, 10);
+  IbLinkHello h{};
+  h.magic = kIbHelloMagic;
+  h.version = kIbHelloVersion - 1;
+  h.streams = 1;
+  h.conn_id = 0x5eed;
+  IbLinkHello answer{};
+  rr::Status st = rd_->Accept(rr::NowNs(), h, &answer);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("version " + std::to_string(kIbHelloVersion - 1)), std::string::npos) << st.message();
 }
 
 // The receiver's port of link 1 stays down while the sender's is fine: the sender's failback probes
