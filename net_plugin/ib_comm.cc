@@ -390,7 +390,7 @@ Status IbRecvComm::Irecv(void* data, size_t cap, ib::MrHandle* mh, void* phandle
     return st.ok() ? Progress() : st;
   }
   r->seq = core_.posted() - 1;
-  r->slot = slot;
+  r->slots[0] = slot;
   ProfStart(cfg_.prof, r, phandle, cfg_.dev);
   *req = r;
   (void)Progress();
@@ -408,7 +408,7 @@ Status IbRecvComm::Test(Request* r, int* done, int* size) {
   *done = 1;
   if (size != nullptr) *size = static_cast<int>(r->size);
   ProfStop(cfg_.prof, r);
-  core_.Release(r->slot);
+  core_.Release(r->slots[0]);
   pool_.Put(r);
   return Status::Ok();
 }
