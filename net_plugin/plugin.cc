@@ -397,9 +397,7 @@ Status Plugin::GetProperties(int dev, rrNcclNetProperties_v12_t* p) {
   p->port = 0;
   p->latency = 0;
   p->maxComms = kMaxComms;
-  // Grouped receives run on the TCP comms; IB comms take one buffer per irecv (their hello carries no
-  // grouped mode yet).
-  p->maxRecvs = ib_ != nullptr ? 1 : cfg_.max_recvs;
+  p->maxRecvs = cfg_.max_recvs;  // grouped receives, TCP and IB alike (core/core.h)
   p->netDeviceType = RR_NCCL_NET_DEVICE_HOST;
   p->netDeviceVersion = 0;
   p->vProps.ndevs = 1;
@@ -556,7 +554,7 @@ Status Plugin::Isend(void* send_comm, void* data, size_t size, int tag, void* mh
 #if RERAIL_WITH_IB
     // The data path never takes mu_: mhandle is what regMr returned (a MemReg while registered).
     auto* mh = mhandle != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mhandle)->ib) : nullptr;
-    RR_CHECK(static_cast<IbSendComm*>(send_comm)->Isend(data, size, mh, phandle, &r));
+    RR_CHECK(static_cast<IbSendComm*>(send_comm)->Isend(data, size, tag, mh, phandle, &r));
 #endif
   } else {
     RR_CHECK(static_cast<SendComm*>(send_comm)->Isend(data, size, tag, phandle, &r));
@@ -572,7 +570,7 @@ Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* ta
   *request = nullptr;  // the 0x1 optional-completion hint is ignored: every receive completes normally
   const bool ib = recv_comm != nullptr && Comm::PeekMagic(recv_comm) == kIbRecvCommMagic;
   if (!ib) RR_CHECK(CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm"));
-  const int max_recvs = ib ? 1 : cfg_.max_recvs;
+  const int max_recvs = cfg_.max_recvs;
   if (n < 1 || n > max_recvs) {
     return Status::Internal("irecv with n=" + std::to_string(n) + " but maxRecvs is " + std::to_string(max_recvs));
   }
@@ -581,9 +579,14 @@ Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* ta
   Request* r = nullptr;
   if (ib) {
 #if RERAIL_WITH_IB
-    void* mr = mhandles != nullptr ? mhandles[0] : nullptr;
-    auto* mh = mr != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mr)->ib) : nullptr;
-    RR_CHECK(static_cast<IbRecvComm*>(recv_comm)->Irecv(data[0], sizes[0], mh, phandles != nullptr ? phandles[0] : nullptr, &r));
+    ib::MrHandle* mhs[kMaxRecvs] = {};
+    for (int k = 0; k < n; ++k) {
+      void* mr = mhandles != nullptr ? mhandles[k] : nullptr;
+      mhs[k] = mr != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mr)->ib) : nullptr;
+    }
+    int tag0 = tags != nullptr ? tags[0] : 0;
+    RR_CHECK(static_cast<IbRecvComm*>(recv_comm)->Irecv(n, data, sizes, tags != nullptr ? tags : &tag0, mhs,
+                                                        phandles != nullptr ? phandles[0] : nullptr, &r));
 #endif
   } else {
     int tag0 = tags != nullptr ? tags[0] : 0;

@@ -2,7 +2,8 @@
 //
 // Every stream starts with one Hello (sender → listener). After it, the sender → receiver direction of
 // every stream carries Frames, each followed by `len` payload bytes; the receiver → sender direction of
-// stream 0 carries payload-less control Frames (acks, heartbeats, epoch notices).
+// stream 0 carries payload-less control Frames (acks, heartbeats, epoch notices and, to a grouped
+// sender, receive announcements: kPosted).
 //
 // magic_type = kFrameMagic | flags (bits 8..15) | type (bits 0..7). kFrameEager on a kData frame marks
 // a chunk of an eager message (the sender holds a copy and already completed the send): the receiver

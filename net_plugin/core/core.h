@@ -364,6 +364,7 @@ class SendCore final : public CoreBase {
   size_t eager_bytes() const { return eager_bytes_; }
   uint64_t posted() const { return next_seq_; }
   uint64_t last_seq() const { return last_seq_; }  // the seq the last posted Isend took
+  bool grouped() const { return cfg_.grouped; }
   // A posted send the receiver has not acknowledged. Eager sends complete before that (once written)
   // and a 0-byte one (an end-of-stream marker) holds no eager bytes, so this, not eager_bytes(), is
   // what a closing comm must wait for: until the ack, only this core can re-send it.
@@ -518,6 +519,8 @@ class RecvCore final : public CoreBase {
   uint64_t posted() const { return tracker_.posted(); }
   size_t stash_bytes() const { return stash_bytes_; }
   bool grouped() const { return cfg_.grouped; }
+  // The sender's mode, from a handshake that comes after construction (IB's link hello).
+  void SetPeerGrouped(bool grouped) { cfg_.grouped = grouped; }
 
  private:
   struct Stashed {

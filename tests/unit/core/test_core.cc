@@ -966,8 +966,12 @@ bool RunGroups(Pair& p, std::vector<Group>& groups, std::vector<GSend>& sends, i
     for (auto& g : groups) groups_done += g.done == static_cast<int>(g.bufs.size());
     for (auto& s : sends) sends_done += s.done;
     if (groups_done == groups.size() && sends_done == sends.size()) return true;
-    for (auto& s : sends) {
+    for (size_t i = 0; i < sends.size(); ++i) {
+      GSend& s = sends[i];
       if (s.posted) continue;
+      bool earlier = false;  // one sender per tag posts in order (NCCL's sub: step n+1 after step n)
+      for (size_t j = 0; j < i && !earlier; ++j) earlier = sends[j].tag == s.tag && !sends[j].posted;
+      if (earlier) continue;
       bool posted = false;
       Status st = p.send().Isend(p.now(), s.src.data(), s.src.size(), &s, &posted, s.tag);
       EXPECT_TRUE(st.ok()) << st.message();
