@@ -22,7 +22,10 @@ size_t WarnCount() {
 
 class ConformanceGrouped : public ::testing::Test {
  protected:
-  void SetUp() override { ArmWatchdog(60); }
+  void SetUp() override {
+    ArmWatchdog(60);
+    setenv("RERAIL_MAX_RECVS", "8", 1);  // before the plugin loads: each case is its own process
+  }
   // A send comm and a recv comm of this process connected to each other, as the plugin hands them to
   // NCCL (listen, then connect and accept polled until both return a comm).
   void OpenLocal() {
@@ -93,7 +96,7 @@ TEST_F(ConformanceGrouped, GroupedReceiveOfEightMatchesShuffledTagsAndSizes) {
   ASSERT_FALSE(HasFatalFailure());
   rrNcclNetProperties_v12_t props;
   ASSERT_EQ(net().GetProperties(0, &props), rrNcclSuccess);
-  ASSERT_EQ(props.maxRecvs, 8) << "TCP devices offer grouped receives of 8 (RERAIL_MAX_RECVS default)";
+  ASSERT_EQ(props.maxRecvs, 8) << "RERAIL_MAX_RECVS=8 offers grouped receives of 8";
   const size_t kSizes[8] = {0, 1, 4096, (128 << 10) + 7, 1 << 20, 100, 0, 65536};
   const size_t kSlack[8] = {0, 999, 0, 4096, 1, 0, 64, 12345};
   std::mt19937 rng(12);
@@ -214,6 +217,7 @@ TEST_F(ConformanceGrouped, SendLargerThanItsBufferIsRefusedAndAnUnmatchedTagWait
 // refused with ncclInvalidUsage and a WARN naming the setting, never misdelivered.
 TEST(ConformanceGroupedPeer, GroupedReceiveFromASenderWithoutGroupingIsAClearError) {
   ArmWatchdog(60);
+  setenv("RERAIL_MAX_RECVS", "8", 1);  // this side offers 8; the peer overrides it with 1
   Pair pair;
   ASSERT_OK(pair.Open({"RERAIL_MAX_RECVS=1"}));
   ASSERT_OK(pair.Wire(0, 1));
