@@ -96,6 +96,7 @@ struct ConnConfig {
   uint32_t chunk = 128 * 1024;
   size_t eager_max = 16384;         // sends up to this size are eager (copied; complete once written); 0: never
   size_t eager_pool = 1 << 20;      // bytes of eager copies a send comm may hold unacknowledged
+  int max_recvs = 1;                // RERAIL_MAX_RECVS: > 1 = send comms match tags (grouped receives)
   int streams = 2;
   Policy policy = Policy::kStripe;
   uint64_t stall_ns = 1'000'000'000;
@@ -197,9 +198,9 @@ class SendComm final : public Comm, private CoreObserver {
   ~SendComm() override;
   // Connection setup (NCCL's connect polling): *ready once the comm may carry data.
   Status PollConnect(bool* ready);
-  // Posts a send; *req = nullptr means "retry later" (window or pool full).
-  // phandle: NCCL's profiler step handle (may be NULL).
-  Status Isend(const void* data, size_t size, void* phandle, Request** req);
+  // Posts a send; *req = nullptr means "retry later" (window or pool full; grouped mode: no announced
+  // receive with this tag in the current group). phandle: NCCL's profiler step handle (may be NULL).
+  Status Isend(const void* data, size_t size, int tag, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
   ConnState state() const { return core_.state(); }
 
@@ -245,9 +246,10 @@ class SendComm final : public Comm, private CoreObserver {
 class RecvComm final : public Comm, private CoreObserver {
  public:
   RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, std::unique_ptr<Link> first);
-  // Posts one receive of capacity `cap`; *req = nullptr means "retry later".
-  // phandle: NCCL's profiler step handle (may be NULL).
-  Status Irecv(void* data, size_t cap, void* phandle, Request** req);
+  // Posts one receive of n buffers (n > 1: a grouped receive, core.h) with capacities caps[] and
+  // NCCL's tags[]; *req = nullptr means "retry later". phandle: NCCL's profiler step handle of the
+  // first buffer (may be NULL).
+  Status Irecv(int n, void* const* data, const size_t* caps, const int* tags, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
   ConnState state() const { return core_.state(); }
 

@@ -253,19 +253,19 @@ void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
   if (cfg_.board) cfg_.board->SetBandwidth(plan_[link].rail, bytes_per_s);
 }
 
-Status IbSendComm::Isend(const void* data, size_t size, ib::MrHandle* mh, void* phandle, Request** req) {
+Status IbSendComm::Isend(const void* data, size_t size, int tag, ib::MrHandle* mh, void* phandle, Request** req) {
   *req = nullptr;
   if (core_->state() == ConnState::kFailed || core_->state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   if (mh == nullptr && size > 0) return Status::Internal("isend over IB without a memory registration (regMr)");
   Request* r = pool_.Get(true);
   if (r == nullptr) return Progress();
   bool posted = false;
-  Status st = drv_->Isend(NowNs(), data, size, mh, r, &posted);
+  Status st = drv_->Isend(NowNs(), data, size, mh, r, &posted, tag);
   if (!st.ok() || !posted) {
     pool_.Put(r);
     return st.ok() ? Progress() : st;
   }
-  r->seq = core_->posted() - 1;
+  r->seq = core_->last_seq();
   r->size = size;
   ProfStart(cfg_.prof, r, phandle, plan_[0].rail);
   *req = r;
@@ -364,7 +364,9 @@ Status IbRecvComm::Progress() {
   Completion c;
   while (drv_.NextCompletion(&c)) {
     auto* r = static_cast<Request*>(c.owner);
-    r->size = c.size;
+    if (c.index >= 0 && c.index < kMaxRecvs) r->sizes[c.index] = c.size;
+    if (++r->ndone < r->n) continue;  // a grouped receive completes with its last element
+    r->size = r->sizes[0];
     r->state = ReqState::kDone;
   }
   return core_.status();
@@ -376,21 +378,25 @@ void IbRecvComm::OnFailover(int link, const std::string& why, uint64_t /*bytes*/
   if (rail >= 0) ReportRecvFailover(cfg_, rail, why);
 }
 
-Status IbRecvComm::Irecv(void* data, size_t cap, ib::MrHandle* mh, void* phandle, Request** req) {
+Status IbRecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, ib::MrHandle* const* mhs,
+                         void* phandle, Request** req) {
   *req = nullptr;
-  if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, cap, req);
-  if (mh == nullptr && cap > 0) return Status::Internal("irecv over IB without a memory registration (regMr)");
+  size_t total = 0;
+  for (int k = 0; k < n; ++k) total += caps[k];
+  if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, total, req);
+  for (int k = 0; k < n; ++k) {
+    if (mhs[k] == nullptr && caps[k] > 0) return Status::Internal("irecv over IB without a memory registration (regMr)");
+  }
   Request* r = pool_.Get(false);
   if (r == nullptr) return Status::Ok();
   bool posted = false;
-  void* slot = nullptr;
-  Status st = drv_.Irecv(NowNs(), data, cap, mh, r, &posted, &slot);
+  Status st = drv_.IrecvGroup(NowNs(), n, data, caps, tags, mhs, r, &posted, r->slots);
   if (!st.ok() || !posted) {
     pool_.Put(r);
     return st.ok() ? Progress() : st;
   }
   r->seq = core_.posted() - 1;
-  r->slot = slot;
+  r->n = n;
   ProfStart(cfg_.prof, r, phandle, cfg_.dev);
   *req = r;
   (void)Progress();
@@ -406,9 +412,11 @@ Status IbRecvComm::Test(Request* r, int* done, int* size) {
   }
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;
-  if (size != nullptr) *size = static_cast<int>(r->size);
+  for (int k = 0; k < r->n; ++k) {
+    if (size != nullptr) size[k] = static_cast<int>(r->sizes[k]);
+    core_.Release(r->slots[k]);
+  }
   ProfStop(cfg_.prof, r);
-  core_.Release(r->slot);
   pool_.Put(r);
   return Status::Ok();
 }

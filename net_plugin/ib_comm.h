@@ -106,7 +106,8 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   // stream came up without one (the core's give-up rules then decide).
   Status PollConnect(bool* ready);
   // phandle: NCCL's profiler step handle (may be NULL), as SendComm::Isend.
-  Status Isend(const void* data, size_t size, ib::MrHandle* mh, void* phandle, Request** req);
+  // tag: NCCL's (grouped receives, core.h).
+  Status Isend(const void* data, size_t size, int tag, ib::MrHandle* mh, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
 
  private:
@@ -141,7 +142,9 @@ class IbRecvComm final : public Comm, private CoreObserver {
   IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot);
   // Drives I/O (bounded) until the control frames already queued (the last acks) went out.
   ~IbRecvComm() override;
-  Status Irecv(void* data, size_t cap, ib::MrHandle* mh, void* phandle, Request** req);
+  // n buffers (n > 1: a grouped receive, core.h), mhs[k] registering data[k].
+  Status Irecv(int n, void* const* data, const size_t* caps, const int* tags, ib::MrHandle* const* mhs, void* phandle,
+               Request** req);
   Status Test(Request* r, int* done, int* size) override;
   // Answers the hellos that arrived (IbListenComm::Accept drives it before handing the comm out);
   // true once a link is up.

@@ -133,6 +133,7 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.chunk = static_cast<uint32_t>(Params::Int(ParamId::ChunkSize));
   cfg_.eager_max = static_cast<size_t>(Params::Int(ParamId::EagerMax));
   cfg_.eager_pool = static_cast<size_t>(Params::Int(ParamId::EagerPool));
+  cfg_.max_recvs = static_cast<int>(Params::Int(ParamId::MaxRecvs));
   cfg_.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
 #if RERAIL_WITH_IB
   if (ib_ != nullptr) cfg_.streams = ib_->link.streams;  // QPs per IB link (the init line)
@@ -396,7 +397,7 @@ Status Plugin::GetProperties(int dev, rrNcclNetProperties_v12_t* p) {
   p->port = 0;
   p->latency = 0;
   p->maxComms = kMaxComms;
-  p->maxRecvs = 1;
+  p->maxRecvs = cfg_.max_recvs;  // grouped receives, TCP and IB alike (core/core.h)
   p->netDeviceType = RR_NCCL_NET_DEVICE_HOST;
   p->netDeviceVersion = 0;
   p->vProps.ndevs = 1;
@@ -542,7 +543,7 @@ Status Plugin::DeregMr(void* /*comm*/, void* mhandle) {
   return Status::Ok();
 }
 
-Status Plugin::Isend(void* send_comm, void* data, size_t size, void* mhandle, void* phandle, void** request) {
+Status Plugin::Isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request) {
   if (request == nullptr) return Status::Internal("isend with a NULL request pointer");
   *request = nullptr;
   const bool ib = send_comm != nullptr && Comm::PeekMagic(send_comm) == kIbSendCommMagic;
@@ -553,33 +554,44 @@ Status Plugin::Isend(void* send_comm, void* data, size_t size, void* mhandle, vo
 #if RERAIL_WITH_IB
     // The data path never takes mu_: mhandle is what regMr returned (a MemReg while registered).
     auto* mh = mhandle != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mhandle)->ib) : nullptr;
-    RR_CHECK(static_cast<IbSendComm*>(send_comm)->Isend(data, size, mh, phandle, &r));
+    RR_CHECK(static_cast<IbSendComm*>(send_comm)->Isend(data, size, tag, mh, phandle, &r));
 #endif
   } else {
-    RR_CHECK(static_cast<SendComm*>(send_comm)->Isend(data, size, phandle, &r));
+    RR_CHECK(static_cast<SendComm*>(send_comm)->Isend(data, size, tag, phandle, &r));
   }
   (void)mhandle;
   *request = r;
   return Status::Ok();
 }
 
-Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles, void** phandles,
+Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
                      void** request) {
   if (request == nullptr) return Status::Internal("irecv with a NULL request pointer");
   *request = nullptr;  // the 0x1 optional-completion hint is ignored: every receive completes normally
   const bool ib = recv_comm != nullptr && Comm::PeekMagic(recv_comm) == kIbRecvCommMagic;
   if (!ib) RR_CHECK(CheckObj<Comm>(recv_comm, kRecvCommMagic, "recv comm"));
-  if (n != 1) return Status::Internal("irecv with n=" + std::to_string(n) + " but maxRecvs is 1");
+  const int max_recvs = cfg_.max_recvs;
+  if (n < 1 || n > max_recvs) {
+    return Status::Internal("irecv with n=" + std::to_string(n) + " but maxRecvs is " + std::to_string(max_recvs));
+  }
   if (data == nullptr || sizes == nullptr) return Status::Internal("irecv with NULL data or sizes array");
+  if (n > 1 && tags == nullptr) return Status::Internal("grouped irecv with a NULL tags array");
   Request* r = nullptr;
   if (ib) {
 #if RERAIL_WITH_IB
-    void* mr = mhandles != nullptr ? mhandles[0] : nullptr;
-    auto* mh = mr != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mr)->ib) : nullptr;
-    RR_CHECK(static_cast<IbRecvComm*>(recv_comm)->Irecv(data[0], sizes[0], mh, phandles != nullptr ? phandles[0] : nullptr, &r));
+    ib::MrHandle* mhs[kMaxRecvs] = {};
+    for (int k = 0; k < n; ++k) {
+      void* mr = mhandles != nullptr ? mhandles[k] : nullptr;
+      mhs[k] = mr != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mr)->ib) : nullptr;
+    }
+    int tag0 = tags != nullptr ? tags[0] : 0;
+    RR_CHECK(static_cast<IbRecvComm*>(recv_comm)->Irecv(n, data, sizes, tags != nullptr ? tags : &tag0, mhs,
+                                                        phandles != nullptr ? phandles[0] : nullptr, &r));
 #endif
   } else {
-    RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(data[0], sizes[0], phandles != nullptr ? phandles[0] : nullptr, &r));
+    int tag0 = tags != nullptr ? tags[0] : 0;
+    RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(n, data, sizes, tags != nullptr ? tags : &tag0,
+                                                      phandles != nullptr ? phandles[0] : nullptr, &r));
   }
   (void)mhandles;
   *request = r;

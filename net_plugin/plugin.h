@@ -67,8 +67,10 @@ class Plugin {
   Status DeregMr(void* comm, void* mhandle);
   // mhandle / mhandles[0]: regMr's handle (used by IB; may be NULL over TCP).
   // phandle / phandles[0]: NCCL's profiler step handle (may be NULL).
-  Status Isend(void* send_comm, void* data, size_t size, void* mhandle, void* phandle, void** request);
-  Status Irecv(void* recv_comm, int n, void** data, size_t* sizes, void** mhandles, void** phandles, void** request);
+  // tag / tags: NCCL's; matched in grouped receives (maxRecvs > 1, core/core.h), else ignored.
+  Status Isend(void* send_comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request);
+  Status Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
+               void** request);
   Status Iflush(void* recv_comm, int n, void** request);
   Status Test(void* request, int* done, int* sizes);
   Status CloseSend(void* send_comm);

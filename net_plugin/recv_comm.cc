@@ -15,12 +15,18 @@ constexpr size_t kScratchBytes = 1 << 16;
 // Per stream: a header and a small payload come in one recv (the 8-byte ping-pong's one recv).
 constexpr size_t kReadAheadBytes = 8192;
 constexpr uint64_t kListenPollNs = 2'000'000;  // how often a comm looks for re-connected rails
+// The receiver's grouped mode is the sender's (its hello), not this process' RERAIL_MAX_RECVS.
+CoreConfig RecvCoreConfig(const ConnConfig& cfg, const LinkIdentity& id) {
+  CoreConfig c = cfg.core();
+  c.grouped = id.grouped;
+  return c;
+}
 }  // namespace
 
 RecvComm::RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, std::unique_ptr<Link> first)
     : Comm(kRecvCommMagic),
       cfg_(cfg),
-      core_(cfg.core(), first->identity().conn_id, first->identity().chunk_size, this),
+      core_(RecvCoreConfig(cfg, first->identity()), first->identity().conn_id, first->identity().chunk_size, this),
       listener_(std::move(listener)) {
   conn_id_ = first->identity().conn_id;
   if (stager_) {   // eager chunks stashed in host memory may land in a GPU buffer
@@ -66,20 +72,21 @@ void RecvComm::Sync() {
   }
 }
 
-Status RecvComm::Irecv(void* data, size_t cap, void* phandle, Request** req) {
+Status RecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, void* phandle, Request** req) {
   *req = nullptr;
-  if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, cap, req);
+  size_t total = 0;
+  for (int k = 0; k < n; ++k) total += caps[k];
+  if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, total, req);
   Request* r = pool_.Get(false);
   if (r == nullptr) return Status::Ok();
   bool posted = false;
-  void* slot = nullptr;
-  Status st = core_.Irecv(NowNs(), data, cap, r, &posted, &slot);
+  Status st = core_.IrecvGroup(NowNs(), n, data, caps, tags, r, &posted, r->slots);
   if (!st.ok() || !posted) {  // window full until older messages complete: NCCL retries
     pool_.Put(r);
     return st.ok() ? Progress(false) : st;
   }
-  r->seq = core_.posted() - 1;
-  r->slot = slot;
+  r->seq = core_.posted() - 1;  // the last element: test() reads until it is complete
+  r->n = n;
   ProfStart(cfg_.prof, r, phandle, cfg_.dev);
   *req = r;
   // The I/O waits for test(), unless a header arrived before this receive was posted: it may be this
@@ -90,6 +97,7 @@ Status RecvComm::Irecv(void* data, size_t cap, void* phandle, Request** req) {
     for (const RxStream& s : l.rx) parked |= s.have_hdr;
   }
   if (parked) (void)Progress(false);
+  else if (core_.grouped()) FlushControl(NowNs());  // the sender takes no seq before this announcement
   return Status::Ok();
 }
 
@@ -292,9 +300,11 @@ Status RecvComm::Test(Request* r, int* done, int* size) {
   }
   if (r->state != ReqState::kDone) return Status::Ok();
   *done = 1;
-  if (size != nullptr) *size = static_cast<int>(r->size);
+  for (int k = 0; k < r->n; ++k) {
+    if (size != nullptr) size[k] = static_cast<int>(r->sizes[k]);
+    core_.Release(r->slots[k]);
+  }
   ProfStop(cfg_.prof, r);
-  core_.Release(r->slot);
   pool_.Put(r);
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "rerail/prof_net_event.h"
+#include "wire.h"
 
 namespace rr::net {
 
@@ -32,9 +33,12 @@ struct Request {
   ReqState state = ReqState::kFree;
   bool is_send = false;
   Comm* comm = nullptr;
-  uint64_t seq = 0;   // message sequence number
+  uint64_t seq = 0;   // message sequence number (a grouped receive: its last element's)
   size_t size = 0;    // send: message size; recv: bytes received (valid when kDone)
-  void* slot = nullptr;  // recv: RxTracker::Slot
+  int n = 1;          // recv: buffers of the (grouped) receive
+  int ndone = 0;      // recv: elements complete
+  void* slots[kMaxRecvs] = {};    // recv: RxTracker::Slot of each element
+  size_t sizes[kMaxRecvs] = {};   // recv: bytes received per element (valid when kDone)
   void* prof = nullptr;  // profiler IO span handle (NULL when none was started)
   rrProfNetEvent_v1_t io{};  // its descriptor; NCCL's profiler may read it until the span stops
 };
@@ -56,7 +60,9 @@ class RequestPool {
     r->is_send = is_send;
     r->size = 0;
     r->seq = 0;
-    r->slot = nullptr;
+    r->n = 1;
+    r->ndone = 0;
+    for (int i = 0; i < kMaxRecvs; ++i) r->slots[i] = nullptr, r->sizes[i] = 0;
     r->prof = nullptr;
     return r;
   }

@@ -16,8 +16,19 @@ RxTracker::Slot* RxTracker::Post(void* buf, size_t cap, void* owner) {
   s.total = -1;
   s.placed = 0;
   s.owner = owner;
+  s.tag = 0;
+  s.gn = 1;
+  s.gk = 0;
   ++outstanding_;
   return &s;
+}
+
+bool RxTracker::CanPost(int n) const {
+  if (outstanding_ + n > kWindow || next_post_ + n > prefix_ + kWindow) return false;
+  for (int i = 0; i < n; ++i) {
+    if (slots_[(next_post_ + i) % kWindow].posted) return false;
+  }
+  return true;
 }
 
 RxTracker::Verdict RxTracker::Classify(const Frame& f, uint32_t min_epoch, Slot** slot, std::string* err) {

@@ -35,6 +35,8 @@ class RxTracker {
     size_t placed = 0;     // distinct payload bytes placed
     std::vector<uint64_t> bits;  // one bit per chunk index (offset / chunk_size)
     void* owner = nullptr;       // the request that posted it
+    int tag = 0;                 // grouped receives: NCCL's tag of this element
+    uint8_t gn = 1, gk = 0;      // element gk of a group of gn (the group's first element has seq - gk)
   };
 
   enum class Verdict { kPlace, kDrop, kNotPosted, kError };
@@ -43,6 +45,8 @@ class RxTracker {
 
   // Posts the next receive. Returns nullptr when kWindow receives are already outstanding.
   Slot* Post(void* buf, size_t cap, void* owner);
+  // True when n more Post() calls would all succeed (a grouped receive posts its n elements at once).
+  bool CanPost(int n) const;
   // `min_epoch`: frames of an older link epoch are stale.
   Verdict Classify(const Frame& f, uint32_t min_epoch, Slot** slot, std::string* err);
   // Marks f's chunk as placed; true when this completed the message.
@@ -50,6 +54,11 @@ class RxTracker {
   // The message's request was reported done to NCCL: its slot may be reused.
   void Release(Slot* slot);
 
+  // The posted, incomplete slot of `seq`; nullptr otherwise.
+  Slot* Pending(uint64_t seq) {
+    Slot& s = slots_[seq % kWindow];
+    return seq < next_post_ && s.seq == seq && s.posted && !s.complete ? &s : nullptr;
+  }
   // Messages completed in order (every seq below is complete): the cumulative ack value.
   uint64_t completed_prefix() const { return prefix_; }
   uint64_t posted() const { return next_post_; }

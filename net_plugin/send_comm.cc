@@ -24,6 +24,7 @@ CoreConfig ConnConfig::core() const {
   c.backoff_max_ns = backoff_max_ms * 1000000ull;
   c.probation_ns = probation_ms * 1000000ull;
   c.loads = loads;
+  c.grouped = max_recvs > 1;
   return c;
 }
 
@@ -31,7 +32,9 @@ void Comm::DrainCompletions(CoreBase& core) {
   Completion c;
   while (core.NextCompletion(&c)) {
     auto* r = static_cast<Request*>(c.owner);
-    r->size = c.size;
+    if (c.index >= 0 && c.index < kMaxRecvs) r->sizes[c.index] = c.size;
+    if (++r->ndone < r->n) continue;  // a grouped receive completes with its last element
+    r->size = r->sizes[0];
     r->state = ReqState::kDone;
   }
 }
@@ -149,6 +152,7 @@ void SendComm::Commands(uint64_t now) {
     id.link = c.link;
     id.nstreams = cfg_.streams;
     id.epoch = c.epoch;
+    id.grouped = cfg_.max_recvs > 1;
     l.link.reset();
     l.tx.clear();
     Status st = cfg_.transport->Connect(l.plan.local_dev, l.plan.remote, id, &l.connector);
@@ -187,18 +191,18 @@ Status SendComm::PollConnect(bool* ready) {
   return st;
 }
 
-Status SendComm::Isend(const void* data, size_t size, void* phandle, Request** req) {
+Status SendComm::Isend(const void* data, size_t size, int tag, void* phandle, Request** req) {
   *req = nullptr;
   if (core_.state() == ConnState::kFailed || core_.state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   Request* r = pool_.Get(true);
   if (r == nullptr) return Progress();  // NCCL retries
   bool posted = false;
-  Status st = core_.Isend(NowNs(), data, size, r, &posted);
+  Status st = core_.Isend(NowNs(), data, size, r, &posted, tag);
   if (!st.ok() || !posted) {
     pool_.Put(r);
-    return st.ok() ? Progress() : st;  // window full: drive I/O, NCCL retries
+    return st.ok() ? Progress() : st;  // window full (grouped: no announced receive): drive I/O, NCCL retries
   }
-  r->seq = core_.posted() - 1;
+  r->seq = core_.last_seq();
   r->size = size;
   ProfStart(cfg_.prof, r, phandle, links_[0].plan.local_dev);
   *req = r;

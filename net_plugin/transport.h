@@ -55,6 +55,7 @@ struct LinkIdentity {
   int link = 0;         // index of the link within the connection
   int nstreams = 1;
   uint32_t epoch = 0;
+  bool grouped = false;  // the sender matches tags against announced receives (kHelloFlagGrouped)
 };
 
 class Link {

@@ -2,7 +2,8 @@
 //
 // Every stream starts with one Hello (sender → listener). After it, the sender → receiver direction of
 // every stream carries Frames, each followed by `len` payload bytes; the receiver → sender direction of
-// stream 0 carries payload-less control Frames (acks, heartbeats, epoch notices).
+// stream 0 carries payload-less control Frames (acks, heartbeats, epoch notices and, to a grouped
+// sender, receive announcements: kPosted).
 //
 // magic_type = kFrameMagic | flags (bits 8..15) | type (bits 0..7). kFrameEager on a kData frame marks
 // a chunk of an eager message (the sender holds a copy and already completed the send): the receiver
@@ -47,6 +48,11 @@ static_assert(sizeof(Hello) == 48, "Hello is 48 bytes on the wire");
 // (context kHelloTagContext). A listener with the secret accepts only hellos with a valid tag; one
 // without it rejects hellos that carry one (the two ends are configured differently).
 constexpr uint16_t kHelloFlagTag = 1;
+// kHelloFlagGrouped (RERAIL_MAX_RECVS > 1 at the sender): this sender takes a sequence number only for an
+// element the receiver announced with a kPosted frame (grouped receives, below). The receiver then
+// announces every receive it posts. Without it a receive of n > 1 buffers is refused with a clear error;
+// a listener older than this flag refuses the hello ("unknown hello flags").
+constexpr uint16_t kHelloFlagGrouped = 2;
 constexpr const char* kHelloTagContext = "rerail-net-hello-v1";
 
 enum class FrameType : uint8_t {
@@ -58,7 +64,23 @@ enum class FrameType : uint8_t {
                    // bytes in flight for the sender's stall watchdog when it has no chunk to write
   kLinkDown = 4,   // either direction, on a surviving link: seq = index of the link that failed,
                    // epoch = its new epoch (the peer drops that link and anything older)
+  kPosted = 5,     // receiver -> sender, only to a kHelloFlagGrouped sender: one posted receive buffer
+                   // (an element of a grouped irecv): seq = its message sequence number, offset = its
+                   // capacity, total = PostedInfo(tag, n, k) (the element is the k-th of a group of n
+                   // whose first element has seq - k). Sent on every live link at irecv and again on
+                   // every link that comes up while the receive is pending; duplicates are harmless.
 };
+
+// kPosted's `total`: tag (NCCL's int, as 32 bits) | n << 32 | k << 40.
+inline uint64_t PostedInfo(int tag, int n, int k) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(tag)) | static_cast<uint64_t>(n & 0xff) << 32 |
+         static_cast<uint64_t>(k & 0xff) << 40;
+}
+inline int PostedTag(uint64_t info) { return static_cast<int>(static_cast<uint32_t>(info)); }
+inline int PostedN(uint64_t info) { return static_cast<int>((info >> 32) & 0xff); }
+inline int PostedK(uint64_t info) { return static_cast<int>((info >> 40) & 0xff); }
+// Most buffers one grouped irecv may carry (NCCL's net_ib default, advertised as maxRecvs).
+constexpr int kMaxRecvs = 8;
 
 struct Frame {
   uint32_t magic_type;  // kFrameMagic | type

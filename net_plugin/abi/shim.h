@@ -74,12 +74,12 @@ inline rrNcclResult_t RegMr(void* comm, void* data, size_t size, int type, void*
   return Call("regMr", [&] { return P().RegMr(comm, data, size, type, mh); });
 }
 inline rrNcclResult_t DeregMr(void* comm, void* mh) { return Call("deregMr", [&] { return P().DeregMr(comm, mh); }); }
-inline rrNcclResult_t Isend(void* sc, void* data, size_t size, int /*tag*/, void* mh, void* ph, void** req) {
-  return Call("isend", [&] { return P().Isend(sc, data, size, mh, ph, req); });
+inline rrNcclResult_t Isend(void* sc, void* data, size_t size, int tag, void* mh, void* ph, void** req) {
+  return Call("isend", [&] { return P().Isend(sc, data, size, tag, mh, ph, req); });
 }
-inline rrNcclResult_t Irecv(void* rc, int n, void** data, size_t* sizes, int* /*tags*/, void** mh, void** ph,
+inline rrNcclResult_t Irecv(void* rc, int n, void** data, size_t* sizes, int* tags, void** mh, void** ph,
                      void** req) {
-  return Call("irecv", [&] { return P().Irecv(rc, n, data, sizes, mh, ph, req); });
+  return Call("irecv", [&] { return P().Irecv(rc, n, data, sizes, tags, mh, ph, req); });
 }
 inline rrNcclResult_t Iflush(void* rc, int n, void** /*data*/, int* /*sizes*/, void** /*mh*/, void** req) {
   return Call("iflush", [&] { return P().Iflush(rc, n, req); });

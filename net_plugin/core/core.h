@@ -97,6 +97,29 @@
 //     address/rkey per rail to the same credit (a CTS frame the RecvCore emits on Irecv). Eager
 //     chunks go as SENDs into pre-posted bounce buffers (kStash path).
 //
+// Grouped receives (NCCL's irecv with n <= maxRecvs buffers, each with a tag; issue 12)
+//   NCCL posts n buffers as ONE receive; the n matching isends come on the same send comm, each with
+//   one of the tags, in any order. The sender picks the element, as NCCL's net_ib does from its CTS
+//   FIFO, so every later step stays per sequence number:
+//   * the receiver posts the n elements as n consecutive messages (seq g .. g+n-1, element k = g+k:
+//     RxTracker slots, credits, placement, acks unchanged) and announces each element to the sender
+//     with a kPosted control frame (seq, capacity, tag, n, k) on every live link, and again on every
+//     link that comes up while it is pending (wire.h);
+//   * a sender in grouped mode (cfg.grouped; it said so in its hello) takes a sequence number only
+//     for an announced element: Isend(tag) looks at the current group (the oldest announced group with
+//     an element no send took yet; net_ib's fifoHead) once every one of its n announcements arrived,
+//     takes its first free element with that tag and gives the message that element's seq (g+k), so
+//     messages may be taken out of seq order within a group. No announcement, no free element with
+//     that tag in the current group (it belongs to a later group), or the window full: *posted =
+//     false and NCCL retries, as net_ib returns a NULL request. A message larger than its element is
+//     refused at Isend (kInvalidUsage, nothing sent);
+//   * everything after Isend (chunks, frames, credits, re-send, exactly-once placement, FIFO acks, the
+//     IB CTS of that seq) is the same as for a single receive: the frame's seq names the element. The
+//     receiver completes the request when all n elements are complete (Completion.index = k) and
+//     reports each element's own size (a buffer may be larger than its message; 0-byte messages too).
+//   In grouped mode a sender never sends before the receive is posted, so eager messages never reach
+//   a receiver unposted (the stash stays empty); they still complete once written.
+//
 // What a simulator must provide to drive the core faithfully
 //   * Per link direction: S FIFO streams; a frame is delivered (OnFrame then OnPayload) after its
 //     serialization and propagation delay; bytes are only ever delivered in order on one stream, and
@@ -167,6 +190,10 @@ struct CoreConfig {
   // is answered, the data's acknowledgements are not) waits twice as long before its next probe.
   uint64_t probation_ns = 2'000'000'000;
   RailLoad* loads = nullptr;  // per local rail, shared by a context's send comms (null: private)
+  // Grouped receives (above). Sender: take sequence numbers only for elements the receiver announced
+  // (RERAIL_MAX_RECVS > 1; the driver says so in the hello). Receiver: the sender is in grouped mode
+  // (its hello said so): announce every posted receive; without it an Irecv of n > 1 is refused.
+  bool grouped = false;
 };
 
 // How often a link's transport counters are sampled for the stall watchdog: an eighth of the stall
@@ -231,6 +258,7 @@ struct LinkCommand {
 struct Completion {
   void* owner = nullptr;
   size_t size = 0;  // send: message size; receive: bytes received
+  int index = 0;    // receive: the element (0 .. n-1) of the owner's grouped receive
 };
 
 // The connection-wide part both sides share: state, failure, give-up clock.
@@ -295,8 +323,9 @@ class SendCore final : public CoreBase {
   ~SendCore() override;
 
   // ---- NCCL calls
-  // Posts a send. *posted = false: retry later (window or request limit; not an error).
-  Status Isend(uint64_t now, const void* data, size_t size, void* owner, bool* posted);
+  // Posts a send. *posted = false: retry later (window or request limit; not an error). tag: NCCL's
+  // tag, matched against the receiver's announced elements in grouped mode (ignored otherwise).
+  Status Isend(uint64_t now, const void* data, size_t size, void* owner, bool* posted, int tag = 0);
   // Setup: true once the comm may carry data (a link is up, and the primary settled or the grace
   // period is over). An error when no link could be connected for giveup_ns.
   Status Ready(uint64_t now, bool* ready);
@@ -334,6 +363,8 @@ class SendCore final : public CoreBase {
   int LiveLinks() const;
   size_t eager_bytes() const { return eager_bytes_; }
   uint64_t posted() const { return next_seq_; }
+  uint64_t last_seq() const { return last_seq_; }  // the seq the last posted Isend took
+  bool grouped() const { return cfg_.grouped; }
   // A posted send the receiver has not acknowledged. Eager sends complete before that (once written)
   // and a 0-byte one (an end-of-stream marker) holds no eager bytes, so this, not eager_bytes(), is
   // what a closing comm must wait for: until the ack, only this core can re-send it.
@@ -352,6 +383,7 @@ class SendCore final : public CoreBase {
   };
   struct TxMsg {
     uint64_t seq = 0;
+    bool assigned = false;    // seq was given to a send (grouped mode leaves holes until taken)
     const uint8_t* data = nullptr;
     size_t size = 0;
     size_t next_off = 0;      // next fresh byte to schedule
@@ -387,7 +419,18 @@ class SendCore final : public CoreBase {
   // How long a probe may go unanswered before it is replaced: the peer answers a new link at once
   // when it polls, and NCCL may leave it unpolled for a while.
   uint64_t ProbeTimeoutNs() const { return 2 * cfg_.stall_ns + cfg_.heartbeat_ns; }
+  // An element the receiver announced (kPosted), by seq % kWindow.
+  struct Elem {
+    uint64_t seq = UINT64_MAX;  // UINT64_MAX: none
+    size_t cap = 0;
+    int tag = 0;
+    int n = 1, k = 0;
+    bool taken = false;
+  };
   void Complete(TxMsg& m);
+  void OnPosted(const Frame& f);
+  // Grouped mode: the seq of the current group's first free element with `tag`; false when none now.
+  bool TakeElement(int tag, size_t size, uint64_t* seq, Status* err);
   void OnAck(uint64_t ack, uint64_t credit);
   void ForgetBacklogIfIdle();
   void FailLink(uint64_t now, int idx, const std::string& why, bool peer_closed);
@@ -404,8 +447,11 @@ class SendCore final : public CoreBase {
   std::deque<ChunkRef> requeue_;  // chunks of failed links waiting to be re-sent
   std::deque<Frame> notices_;     // control frames for the peer (link-down notices)
   std::deque<LinkCommand> cmds_;
-  uint64_t next_seq_ = 0;
+  uint64_t next_seq_ = 0;          // one past the highest seq taken (grouped mode: holes below it)
   uint64_t sched_seq_ = 0;
+  Elem elems_[RxTracker::kWindow];
+  uint64_t group_ = 0;             // grouped mode: first seq of the current group
+  uint64_t last_seq_ = 0;
   uint64_t acked_ = 0;
   uint64_t credit_ = 0;            // receives the peer has posted: only messages below it are sent
   size_t eager_bytes_ = 0;         // bytes held in eager copies (bounded by cfg_.eager_pool)
@@ -437,7 +483,12 @@ class RecvCore final : public CoreBase {
 
   // ---- NCCL calls
   // Posts the next receive. *posted = false: retry later. *slot: pass to Release once NCCL was told.
-  Status Irecv(uint64_t now, void* buf, size_t cap, void* owner, bool* posted, void** slot);
+  Status Irecv(uint64_t now, void* buf, size_t cap, void* owner, bool* posted, void** slot, int tag = 0);
+  // A grouped receive: n (1..kMaxRecvs) elements as n consecutive messages, all posted or none
+  // (*posted = false: retry). slots[k]: element k's slot, each released with Release. Completions
+  // come per element (Completion.index = k), all with `owner`.
+  Status IrecvGroup(uint64_t now, int n, void* const* bufs, const size_t* caps, const int* tags, void* owner,
+                    bool* posted, void** slots);
   void Release(void* slot);
 
   // ---- link events
@@ -467,6 +518,9 @@ class RecvCore final : public CoreBase {
   uint64_t completed() const { return tracker_.completed_prefix(); }
   uint64_t posted() const { return tracker_.posted(); }
   size_t stash_bytes() const { return stash_bytes_; }
+  bool grouped() const { return cfg_.grouped; }
+  // The sender's mode, from a handshake that comes after construction (IB's link hello).
+  void SetPeerGrouped(bool grouped) { cfg_.grouped = grouped; }
 
  private:
   struct Stashed {
@@ -494,6 +548,9 @@ class RecvCore final : public CoreBase {
   };
 
   void Complete(RxTracker::Slot* slot, const Frame& f);
+  void Done(const RxTracker::Slot* slot);
+  // Grouped mode: the kPosted announcement of a pending element, to queue on a link.
+  Frame PostedFrame(const RxTracker::Slot& s, uint32_t epoch) const;
   void DrainStash();
   void ForgetStash(int idx);
   bool Placing(const RxTracker::Slot* slot) const;

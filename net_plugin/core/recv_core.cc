@@ -71,6 +71,13 @@ bool RecvCore::OnLinkUp(uint64_t /*now*/, int idx, uint32_t epoch, int rail, int
   for (size_t i = 0; i < links_.size(); ++i) {
     if (i != static_cast<size_t>(idx) && !links_[i].alive && links_[i].epoch > 0) l.out.push_back(DropNotice(static_cast<int>(i)));
   }
+  // Every pending element again: its announcements may have been lost with the links alive when it
+  // was posted (the sender takes a seq only for an announced element). Duplicates are harmless.
+  if (cfg_.grouped) {
+    for (uint64_t seq = tracker_.completed_prefix(); seq < tracker_.posted(); ++seq) {
+      if (const RxTracker::Slot* p = tracker_.Pending(seq)) l.out.push_back(PostedFrame(*p, epoch));
+    }
+  }
   return true;
 }
 
@@ -144,16 +151,45 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
   }
 }
 
-Status RecvCore::Irecv(uint64_t /*now*/, void* buf, size_t cap, void* owner, bool* posted, void** slot_out) {
+Status RecvCore::Irecv(uint64_t now, void* buf, size_t cap, void* owner, bool* posted, void** slot_out, int tag) {
+  void* slot = nullptr;
+  Status st = IrecvGroup(now, 1, &buf, &cap, &tag, owner, posted, &slot);
+  if (*posted && slot_out != nullptr) *slot_out = slot;
+  return st;
+}
+
+Status RecvCore::IrecvGroup(uint64_t /*now*/, int n, void* const* bufs, const size_t* caps, const int* tags, void* owner,
+                            bool* posted, void** slots) {
   *posted = false;
   if (state_ == ConnState::kFailed) return failure_;
-  if (cap > 0 && buf == nullptr) return Status::Internal("irecv of " + std::to_string(cap) + " bytes into NULL");
-  RxTracker::Slot* slot = tracker_.Post(buf, cap, owner);
-  if (slot == nullptr) return Status::Ok();  // window full until older messages complete: NCCL retries
+  if (n < 1 || n > kMaxRecvs) return Status::Internal("irecv of " + std::to_string(n) + " buffers (1.." + std::to_string(kMaxRecvs) + ")");
+  for (int k = 0; k < n; ++k) {
+    if (caps[k] > 0 && bufs[k] == nullptr) return Status::Internal("irecv of " + std::to_string(caps[k]) + " bytes into NULL");
+  }
+  if (n > 1 && !cfg_.grouped) {
+    return Status::InvalidUsage("grouped irecv of " + std::to_string(n) + " buffers, but the sender does not match tags (its "
+                                "RERAIL_MAX_RECVS is 1, or it runs an older rerail): set the same RERAIL_MAX_RECVS everywhere");
+  }
+  if (!tracker_.CanPost(n)) return Status::Ok();  // window full until older messages complete: NCCL retries
+  for (int k = 0; k < n; ++k) {
+    RxTracker::Slot* slot = tracker_.Post(bufs[k], caps[k], owner);
+    slot->tag = tags[k];
+    slot->gn = static_cast<uint8_t>(n);
+    slot->gk = static_cast<uint8_t>(k);
+    slots[k] = slot;
+    if (!cfg_.grouped) continue;
+    for (auto& l : links_) {  // before the credit (QueueControl): the sender takes the seq on this
+      if (l.alive) l.out.push_back(PostedFrame(*slot, l.epoch));
+    }
+  }
   *posted = true;
-  if (slot_out != nullptr) *slot_out = slot;
   if (!stash_.empty()) DrainStash();
   return Status::Ok();
+}
+
+Frame RecvCore::PostedFrame(const RxTracker::Slot& s, uint32_t epoch) const {
+  return Frame{FrameMagic(FrameType::kPosted), 0, static_cast<uint32_t>(conn_id_), epoch, s.seq, s.cap,
+               PostedInfo(s.tag, s.gn, s.gk)};
 }
 
 void RecvCore::Release(void* slot) { tracker_.Release(static_cast<RxTracker::Slot*>(slot)); }
@@ -274,7 +310,11 @@ void RecvCore::Complete(RxTracker::Slot* slot, const Frame& f) {
   // The ack may go (every byte is in place); NCCL gets the buffer back only once no late duplicate
   // is still writing into it (identical bytes, but NCCL may reuse the buffer at once).
   if (Placing(slot)) deferred_.push_back(slot);
-  else done_.push_back(Completion{slot->owner, static_cast<size_t>(slot->total)});
+  else Done(slot);
+}
+
+void RecvCore::Done(const RxTracker::Slot* slot) {
+  done_.push_back(Completion{slot->owner, static_cast<size_t>(slot->total), slot->gk});
 }
 
 void RecvCore::ReleaseDeferred() {
@@ -283,7 +323,7 @@ void RecvCore::ReleaseDeferred() {
       ++i;
       continue;
     }
-    done_.push_back(Completion{deferred_[i]->owner, static_cast<size_t>(deferred_[i]->total)});
+    Done(deferred_[i]);
     deferred_.erase(deferred_.begin() + static_cast<long>(i));
   }
 }

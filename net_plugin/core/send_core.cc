@@ -111,14 +111,24 @@ int SendCore::LiveLinks() const {
   return n;
 }
 
-Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* owner, bool* posted) {
+Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* owner, bool* posted, int tag) {
   *posted = false;
   if (state_ == ConnState::kFailed) return failure_;
   if (state_ == ConnState::kPeerClosed) return Fail(Code::kRemoteError, "isend after the receiver closed the connection");
   if (size > 0 && data == nullptr) return Status::Internal("isend of " + std::to_string(size) + " bytes from NULL");
-  if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return Status::Ok();  // NCCL retries
-  TxMsg& m = msgs_[next_seq_ % RxTracker::kWindow];
-  m.seq = next_seq_++;
+  uint64_t seq = next_seq_;
+  if (cfg_.grouped) {
+    Status err;
+    if (!TakeElement(tag, size, &seq, &err)) return err;  // Ok: NCCL retries (net_ib's NULL request)
+  } else if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) {
+    return Status::Ok();  // NCCL retries
+  }
+  TxMsg& m = msgs_[seq % RxTracker::kWindow];
+  m.seq = seq;
+  m.assigned = true;
+  last_seq_ = seq;
+  next_seq_ = std::max(next_seq_, seq + 1);
+  sched_seq_ = std::min(sched_seq_, seq);  // a grouped send may fill a hole below the scheduler's cursor
   AddPending(static_cast<int64_t>(size));
   m.data = static_cast<const uint8_t*>(data);
   m.size = size;
@@ -134,7 +144,7 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
     m.copy.resize(size);
     Status st = Copy(m.copy.data(), m.data, size);   // NCCL's buffer may be GPU memory
     if (!st.ok()) {
-      --next_seq_;
+      m.assigned = false;
       AddPending(-static_cast<int64_t>(size));
       return Fail(st.code(), "eager copy of a send failed: " + st.message());
     }
@@ -143,6 +153,49 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
   }
   *posted = true;
   return Status::Ok();
+}
+
+// Grouped mode (core.h): the current group is the oldest announced one with an element no send took;
+// a send is matched only once every element of it was announced (net_ib waits for the whole CTS slot).
+bool SendCore::TakeElement(int tag, size_t size, uint64_t* seq, Status* err) {
+  const uint64_t g = group_;
+  const Elem& first = elems_[g % RxTracker::kWindow];
+  if (first.seq != g) return false;  // not announced yet
+  const int n = first.n;
+  int pick = -1;
+  for (int k = 0; k < n; ++k) {
+    const Elem& e = elems_[(g + k) % RxTracker::kWindow];
+    if (e.seq != g + k) return false;  // the rest of the group is on its way
+    if (pick < 0 && !e.taken && e.tag == tag) pick = k;
+  }
+  if (pick < 0) return false;  // the tag is not free in this group: a later one (NCCL retries)
+  Elem& e = elems_[(g + pick) % RxTracker::kWindow];
+  if (size > e.cap) {
+    *err = Status::InvalidUsage("isend of " + std::to_string(size) + " bytes with tag " + std::to_string(tag) +
+                                " matches receive buffer " + std::to_string(pick) + " of " + std::to_string(n) +
+                                " (message " + std::to_string(g + pick) + "), which holds only " + std::to_string(e.cap) +
+                                " bytes");
+    return false;
+  }
+  if (g + pick - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) return false;  // its TxMsg is still in use
+  e.taken = true;
+  *seq = g + pick;
+  bool all = true;
+  for (int k = 0; k < n && all; ++k) all = elems_[(g + k) % RxTracker::kWindow].taken;
+  if (all) group_ = g + n;
+  return true;
+}
+
+void SendCore::OnPosted(const Frame& f) {
+  const int n = PostedN(f.total), k = PostedK(f.total);
+  if (n < 1 || n > kMaxRecvs || k >= n || f.seq < static_cast<uint64_t>(k)) return;  // malformed: only a broken peer sends it
+  if (f.seq < group_ || f.seq < acked_) return;                  // taken already (a repeated announcement)
+  Elem& e = elems_[f.seq % RxTracker::kWindow];
+  if (e.seq != UINT64_MAX && e.seq >= f.seq) return;             // known (duplicate), or older than the slot's
+  e = Elem{f.seq, static_cast<size_t>(f.offset), PostedTag(f.total), n, k, false};
+  // Receives are posted in seq order: this one's announcement is a credit for every seq up to it, so
+  // its chunks need not wait for the ack that carries the credit (it may come later, on another link).
+  credit_ = std::max(credit_, f.seq + 1);
 }
 
 bool SendCore::Eligible(const TxLink& l) const {
@@ -169,7 +222,11 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     return true;
   }
   if (!Eligible(l)) return false;
-  while (sched_seq_ < next_seq_ && msgs_[sched_seq_ % RxTracker::kWindow].scheduled) ++sched_seq_;
+  while (sched_seq_ < next_seq_) {  // the oldest taken message with chunks left (grouped mode: skip holes)
+    const TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
+    if (m.assigned && m.seq == sched_seq_ && !m.scheduled) break;
+    ++sched_seq_;
+  }
   // Fresh chunks only of messages the receiver has posted (the credit), or eager ones, which the
   // receiver always absorbs: see wire.h.
   bool fresh = sched_seq_ < next_seq_ && (sched_seq_ < credit_ || msgs_[sched_seq_ % RxTracker::kWindow].eager);
@@ -250,6 +307,8 @@ void SendCore::OnAck(uint64_t ack, uint64_t credit) {
   if (ack <= acked_ || ack > next_seq_) return;
   for (; acked_ < ack; ++acked_) {
     TxMsg& m = msgs_[acked_ % RxTracker::kWindow];
+    if (!m.assigned || m.seq != acked_) continue;  // a hole acknowledged: only a broken peer does that
+    m.assigned = false;
     if (!m.scheduled) {
       // Only a broken or hostile peer acknowledges chunks that were never sent; the buffer goes back
       // to NCCL now, so none of the rest may be handed out later (found by tests/fuzz/fuzz_send_core).
@@ -291,6 +350,10 @@ void SendCore::OnControl(uint64_t now, int idx, const Frame& f) {
     case FrameType::kAck:
     case FrameType::kHeartbeat:
       OnAck(f.seq, f.offset);
+      break;
+    case FrameType::kPosted:
+      if (cfg_.grouped) OnPosted(f);
+      else FailLink(now, idx, "protocol error: receive announcement to a sender not in grouped mode", false);
       break;
     case FrameType::kLinkDown:  // about another link, or this one (the receiver dropped it)
       if (f.seq < links_.size()) OnPeerDroppedLink(now, static_cast<int>(f.seq), f.epoch);

@@ -10,7 +10,7 @@ target_link_libraries(conformance_peer PRIVATE rerail_netbench_lib)
 rerail_gtest(conformance_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/conformance_main.cc ${CMAKE_CURRENT_LIST_DIR}/conformance_util.cc
           ${CMAKE_CURRENT_LIST_DIR}/conformance_test.cc ${CMAKE_CURRENT_LIST_DIR}/conformance_fault_test.cc
-          ${CMAKE_CURRENT_LIST_DIR}/conformance_handle_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/conformance_handle_test.cc ${CMAKE_CURRENT_LIST_DIR}/conformance_grouped_test.cc
   LIBS rerail_netbench_lib
   LABELS functional
   TIMEOUT 120)

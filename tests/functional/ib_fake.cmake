@@ -56,14 +56,14 @@ if(TARGET nccl-net-rerail)
   add_dependencies(test_ib_plugin fakeverbs nccl-net-rerail)
   add_test(NAME ib_fake_plugin COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no --gtest_filter=-*PortEvent*)
   set_tests_properties(ib_fake_plugin PROPERTIES LABELS functional TIMEOUT 120
-    ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo"
+    ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_MAX_RECVS=8"
     FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
   # RERAIL_IB_QPS_PER_LINK: 1 and 4 QPs per link (the sender's choice, followed by the receiver).
   foreach(qps 1 4)
     add_test(NAME ib_fake_plugin_qps${qps} COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no
              --gtest_filter=*EverySize*:*FailoverThroughTheAbi*)
     set_tests_properties(ib_fake_plugin_qps${qps} PROPERTIES LABELS functional TIMEOUT 120
-      ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_IB_QPS_PER_LINK=${qps}"
+      ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_IB_QPS_PER_LINK=${qps};RERAIL_MAX_RECVS=8"
       FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]|\\[==========\\] 0 tests")
   endforeach()
   # Port events through the plugin: QP timeout ~17 s, so only the IbEventMonitor can fail the link.

@@ -62,6 +62,9 @@ Scenario Draw(uint64_t seed, const Options& opt) {
   Rng r(seed);
   Scenario sc;
   sc.seed = seed;
+  Rng gr(seed ^ 0x67726f7570656421ull);
+  sc.group = gr.OneIn(3) ? 1 + static_cast<int>(gr.Below(8)) : 0;
+  sc.core.grouped = sc.group > 0;
   int nr = 1 + static_cast<int>(r.Below(8));
   bool equal = r.OneIn(2);
   uint64_t rate0 = r.LogUniform(100'000'000, 400'000'000'000), delay0 = r.LogUniform(1 * kUs, 25 * kMs);
@@ -176,7 +179,8 @@ std::string Scenario::Describe() const {
     << core.eager_pool << ", stall " << core.stall_ns / kMs << " ms, heartbeat " << core.heartbeat_ns / kMs
     << " ms, giveup " << core.giveup_ns / kMs << " ms, backoff " << core.backoff_min_ns / kMs << ".."
     << core.backoff_max_ns / kMs << " ms, sndbuf " << sndbuf << ", rcvbuf " << rcvbuf << ", quantum " << quantum
-    << (perturb ? ", perturbed" : "") << "\n";
+    << (perturb ? ", perturbed" : "") << (group > 0 ? ", grouped receives of " + std::to_string(group) : std::string())
+    << "\n";
   for (size_t i = 0; i < rails.size(); ++i) {
     char b[120];
     snprintf(b, sizeof(b), "  rail %zu: %.3f Gbit/s, RTT %.1f us\n", i, rails[i].bps / 1e9, 2 * rails[i].delay_ns / 1e3);

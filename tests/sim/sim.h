@@ -138,6 +138,10 @@ struct Scenario {
   uint64_t dead_at = kForever;   // kAllDead / kDeath
   int safe_rail = -1;            // kSurvive: never faulted
   bool copy_bytes = true;        // real payload bytes (false: addresses only, for benchmarks)
+  // Grouped receives (core.h): 0 = off; n = core.grouped, the receivers post up to n messages per
+  // IrecvGroup (tags: message index % 8), the senders pass the same tag. Drawn for a third of the seeds
+  // from a generator of its own, so every other draw of a seed is unchanged.
+  int group = 0;
   bool perturb = false;          // same-time events in a seeded order instead of insertion order
   uint64_t bench_skip = 0;       // benchmarks: receives completed before the measurement starts
   std::string Describe() const;

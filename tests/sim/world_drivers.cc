@@ -269,7 +269,7 @@ void World::MaybePost(Comm& c, int side) {
     while (c.s_post < n && c.s_post - c.s_test < w && (c.eng[0] < 0 || c.s_post < engines_[c.eng[0]].filled)) {
       Msg& m = c.msgs[c.s_post];
       bool posted = false;
-      Status st = c.send->Isend(now_, m.src_p, m.size, detail::Owner(c.s_post), &posted);
+      Status st = c.send->Isend(now_, m.src_p, m.size, detail::Owner(c.s_post), &posted, static_cast<int>(c.s_post % 8));
       if (!st.ok()) return Failed(c, 0);
       if (!posted) break;
       m.s_posted = true;
@@ -281,7 +281,37 @@ void World::MaybePost(Comm& c, int side) {
       any = true;
     }
   } else {
-    while (c.r_post < n && c.r_post - c.r_test < w && (c.eng[1] < 0 || c.r_post < engines_[c.eng[1]].consumed + w)) {
+    while (sc_.group > 0 && c.r_post < n && c.r_post - c.r_test < w &&
+           (c.eng[1] < 0 || c.r_post < engines_[c.eng[1]].consumed + w)) {
+      // Grouped: as many of the next messages as the window lets in, up to sc_.group, as ONE receive.
+      size_t room = std::min<size_t>({static_cast<size_t>(sc_.group), n - c.r_post, w - (c.r_post - c.r_test)});
+      if (c.eng[1] >= 0) room = std::min<size_t>(room, engines_[c.eng[1]].consumed + w - c.r_post);
+      void* bufs[net::kMaxRecvs];
+      size_t caps[net::kMaxRecvs];
+      int tags[net::kMaxRecvs];
+      void* slots[net::kMaxRecvs] = {};
+      for (size_t k = 0; k < room; ++k) {
+        Msg& m = c.msgs[c.r_post + k];
+        bufs[k] = m.dst_p, caps[k] = m.cap, tags[k] = static_cast<int>((c.r_post + k) % 8);
+        m.r_posted = true;
+      }
+      bool posted = false;
+      Status st = c.recv->IrecvGroup(now_, static_cast<int>(room), bufs, caps, tags, detail::Owner(c.r_post), &posted, slots);
+      for (size_t k = 0; k < room; ++k) c.msgs[c.r_post + k].r_posted = st.ok() && posted;
+      if (!st.ok()) return Failed(c, 1);
+      if (!posted) break;
+      for (size_t k = 0; k < room; ++k) {
+        Msg& m = c.msgs[c.r_post];
+        m.slot = slots[k];
+        m.t_post_r = now_;
+        Trace("comm %d irecv %zu (%" PRIu64 " bytes, element %zu of %zu)", c.id, c.r_post, m.size, k, room);
+        if (m.s_posted) start(m);
+        ++c.r_post;
+      }
+      any = true;
+    }
+    while (sc_.group == 0 && c.r_post < n && c.r_post - c.r_test < w &&
+           (c.eng[1] < 0 || c.r_post < engines_[c.eng[1]].consumed + w)) {
       Msg& m = c.msgs[c.r_post];
       bool posted = false;
       m.r_posted = true;  // stashed chunks may be placed before Irecv returns

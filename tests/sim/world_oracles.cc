@@ -120,7 +120,7 @@ void World::Finish(Comm& c, Msg& m, size_t k) {
 void World::DrainRecv(Comm& c) {
   net::Completion d;
   while (!violated() && c.recv->NextCompletion(&d)) {
-    size_t k = detail::FromOwner(d.owner);
+    size_t k = detail::FromOwner(d.owner) + static_cast<size_t>(d.index);  // a grouped receive: its element
     std::string who = "comm " + std::to_string(c.id) + " recv " + std::to_string(k);
     if (k >= c.r_post || k < c.r_test || c.msgs[k].r_core_done) return Violate(who + ": completed twice or never posted");
     Msg& m = c.msgs[k];

@@ -33,11 +33,13 @@ void IbRecvDriver::OnRailEvent(int rail, bool down) {
 }
 
 Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* answer) {
-  if (h.magic == kIbHelloMagic && h.version != kIbHelloVersion) {
+  const bool grouped = h.version == kIbHelloVersionGrouped && (h.flags & kIbHelloFlagGrouped) != 0;
+  if (h.magic == kIbHelloMagic && h.version != kIbHelloVersion && !grouped) {
     return Status::Remote("IB link handshake refused: the sender speaks IB hello version " + std::to_string(h.version) +
-                          ", this rerail " + std::to_string(kIbHelloVersion) + " (use one rerail build on every node)");
+                          ", this rerail " + std::to_string(kIbHelloVersion) + " (" +
+                          std::to_string(kIbHelloVersionGrouped) + " with grouped receives; use one rerail build on every node)");
   }
-  if (h.magic != kIbHelloMagic || h.version != kIbHelloVersion || h.link >= kMaxLinks || h.streams < 1 || h.streams > net::kMaxStreams ||
+  if (h.magic != kIbHelloMagic || (h.version != kIbHelloVersion && !grouped) || h.link >= kMaxLinks || h.streams < 1 || h.streams > net::kMaxStreams ||
       h.peer_rail >= rails_.size() || h.chunk == 0 || h.chunk > kMaxChunk || h.conn_id != core_->conn_id()) {
     return Status::Remote("IB link handshake refused: bad hello");
   }
@@ -65,6 +67,7 @@ Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* ans
     l.chunk = h.chunk;
   }
   RR_CHECK(l.ib->Connect(h.ep, h.recv_slots));  // receives are posted before the answer leaves
+  core_->SetPeerGrouped(grouped);  // the sender's mode: it announces every receive to a grouped sender
   std::string name = "ib " + rails_[h.peer_rail]->port().name + " link " + std::to_string(h.link) + ", " +
                      std::to_string(h.streams) + (h.streams == 1 ? " QP" : " QPs");
   if (!core_->OnLinkUp(now, h.link, h.epoch, h.peer_rail, h.streams, name)) {
@@ -94,26 +97,42 @@ Status IbRecvDriver::Accept(uint64_t now, const IbLinkHello& h, IbLinkHello* ans
 
 Status IbRecvDriver::Irecv(uint64_t now, void* buf, size_t cap, const MrHandle* mh, void* owner, bool* posted,
                            void** slot) {
+  int tag = 0;
+  return IrecvGroup(now, 1, &buf, &cap, &tag, mh != nullptr ? &mh : nullptr, owner, posted, slot);
+}
+
+// Each element is a receive of its own seq with its own CTS (core.h "Grouped receives"): the CTS is
+// queued on every link before the core's kPosted announcement of it is pulled behind it (Progress),
+// so a sender that took the seq on the announcement already has the address on that link.
+Status IbRecvDriver::IrecvGroup(uint64_t now, int n, void* const* bufs, const size_t* caps, const int* tags,
+                                const MrHandle* const* mhs, void* owner, bool* posted, void** slots) {
   *posted = false;
-  auto addr = reinterpret_cast<uintptr_t>(buf);
-  if (cap > 0 && (mh == nullptr || addr < mh->base || addr + cap > mh->base + mh->len))
-    return Status(Code::kInvalidUsage, "irecv buffer not registered");
-  uint64_t seq = core_->posted();
-  RR_CHECK(core_->Irecv(now, buf, cap, owner, posted, slot));
+  for (int k = 0; k < n; ++k) {
+    auto addr = reinterpret_cast<uintptr_t>(bufs[k]);
+    const MrHandle* mh = mhs != nullptr ? mhs[k] : nullptr;
+    if (caps[k] > 0 && (mh == nullptr || addr < mh->base || addr + caps[k] > mh->base + mh->len))
+      return Status(Code::kInvalidUsage, "irecv buffer not registered");
+  }
+  uint64_t first = core_->posted();
+  RR_CHECK(core_->IrecvGroup(now, n, bufs, caps, tags, owner, posted, slots));
   if (!*posted) return Status::Ok();
-  RxBuf& r = rx_[seq % RxTracker::kWindow];
-  r.seq = seq;
-  r.buf = static_cast<uint8_t*>(buf);
-  r.cap = cap;
-  r.cts = IbCts{};
-  r.cts.magic = kCtsMagic;
-  r.cts.seq = seq;
-  r.cts.addr = addr;
-  r.cts.cap = cap;
-  r.cts.rails = static_cast<uint32_t>(std::min<size_t>(rails_.size(), kCtsRails));
-  for (uint32_t k = 0; k < r.cts.rails && mh != nullptr && k < mh->keys.size(); ++k) r.cts.rkey[k] = mh->keys[k].rkey;
-  for (size_t i = 0; i < links_.size(); ++i) {
-    if (links_[i].up && core_->alive(static_cast<int>(i))) Queue(links_[i], &r.cts, sizeof(r.cts));
+  for (int k = 0; k < n; ++k) {
+    const uint64_t seq = first + static_cast<uint64_t>(k);
+    const MrHandle* mh = mhs != nullptr ? mhs[k] : nullptr;
+    RxBuf& r = rx_[seq % RxTracker::kWindow];
+    r.seq = seq;
+    r.buf = static_cast<uint8_t*>(bufs[k]);
+    r.cap = caps[k];
+    r.cts = IbCts{};
+    r.cts.magic = kCtsMagic;
+    r.cts.seq = seq;
+    r.cts.addr = reinterpret_cast<uintptr_t>(bufs[k]);
+    r.cts.cap = caps[k];
+    r.cts.rails = static_cast<uint32_t>(std::min<size_t>(rails_.size(), kCtsRails));
+    for (uint32_t q = 0; q < r.cts.rails && mh != nullptr && q < mh->keys.size(); ++q) r.cts.rkey[q] = mh->keys[q].rkey;
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (links_[i].up && core_->alive(static_cast<int>(i))) Queue(links_[i], &r.cts, sizeof(r.cts));
+    }
   }
   if (!held_.empty()) RetryHeld(now);
   return Status::Ok();

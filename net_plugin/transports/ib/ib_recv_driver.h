@@ -49,6 +49,10 @@ class IbRecvDriver {
 
   Status Accept(uint64_t now, const IbLinkHello& hello, IbLinkHello* answer);
   Status Irecv(uint64_t now, void* buf, size_t cap, const MrHandle* mh, void* owner, bool* posted, void** slot);
+  // A grouped receive (core.h "Grouped receives"): n elements, each with its own CTS; mhs[k] registers
+  // bufs[k]. Completions come per element (Completion.index).
+  Status IrecvGroup(uint64_t now, int n, void* const* bufs, const size_t* caps, const int* tags,
+                    const MrHandle* const* mhs, void* owner, bool* posted, void** slots);
   void OnRailEvent(int rail, bool down);
   void Progress(uint64_t now);
   bool NextCompletion(net::Completion* out);

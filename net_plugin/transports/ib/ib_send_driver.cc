@@ -34,9 +34,10 @@ IbSendDriver::IbSendDriver(net::SendCore* core, std::vector<IbSendLinkSpec> link
 
 IbSendDriver::~IbSendDriver() = default;
 
-Status IbSendDriver::Isend(uint64_t now, const void* data, size_t size, const MrHandle* mh, void* owner, bool* posted) {
-  uint64_t seq = core_->posted();
-  RR_CHECK(core_->Isend(now, data, size, owner, posted));
+Status IbSendDriver::Isend(uint64_t now, const void* data, size_t size, const MrHandle* mh, void* owner, bool* posted,
+                           int tag) {
+  RR_CHECK(core_->Isend(now, data, size, owner, posted, tag));
+  const uint64_t seq = core_->last_seq();  // grouped mode: the element the tag matched, not the next seq
   if (*posted) tx_[seq % RxTracker::kWindow] = TxBuf{seq, static_cast<const uint8_t*>(data), size, mh};
   return Status::Ok();
 }
@@ -135,7 +136,8 @@ void IbSendDriver::Connect(uint64_t now, int idx, uint32_t epoch) {
   bool answered = false;
   if (st.ok()) {
     hello.magic = kIbHelloMagic;
-    hello.version = kIbHelloVersion;
+    hello.version = core_->grouped() ? kIbHelloVersionGrouped : kIbHelloVersion;
+    hello.flags = core_->grouped() ? kIbHelloFlagGrouped : 0;
     hello.link = static_cast<uint8_t>(idx);
     hello.streams = static_cast<uint8_t>(cfg_.streams);
     hello.conn_id = core_->conn_id();

@@ -74,7 +74,8 @@ class IbSendDriver {
                IbDialer* dialer);
   ~IbSendDriver();
 
-  Status Isend(uint64_t now, const void* data, size_t size, const MrHandle* mh, void* owner, bool* posted);
+  // tag: NCCL's, matched against the receiver's announced elements in grouped mode (core.h).
+  Status Isend(uint64_t now, const void* data, size_t size, const MrHandle* mh, void* owner, bool* posted, int tag = 0);
   void OnRailEvent(int rail, bool down);
   // The receiver closed the connection (the plugin's bootstrap stream ended): every link counts as
   // closed by the peer, so the core ends in kPeerClosed (everything acknowledged) or fails.

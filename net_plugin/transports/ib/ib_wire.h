@@ -65,6 +65,11 @@ constexpr uint32_t kCreditMagic = 0x52435252u;   // "RRCR"
 // lost when they all fail at once, and a sender with nothing in flight on a link whose receiver put
 // its QP in ERR never sees it die (it waits for a CTS that cannot come).
 constexpr uint16_t kIbHelloVersion = 3;
+// A sender in grouped mode (RERAIL_MAX_RECVS > 1; core.h "Grouped receives") sets kIbHelloFlagGrouped and
+// writes version 4, so a receiver older than grouped receives refuses the hello ("bad hello") instead of
+// never announcing its receives; without it the hello is byte-identical to version 3.
+constexpr uint16_t kIbHelloVersionGrouped = 4;
+constexpr uint16_t kIbHelloFlagGrouped = 1;
 
 struct IbLinkHello {
   uint32_t magic;      // kIbHelloMagic
@@ -75,7 +80,7 @@ struct IbLinkHello {
   uint32_t epoch;      // the link's epoch (sender -> receiver); echoed back
   uint8_t rail;        // the writer's own rail (receiver's answer: the index of its rkey in an IbCts)
   uint8_t peer_rail;   // sender -> receiver: which of the receiver's rails the link goes to
-  uint16_t reserved;
+  uint16_t flags;      // kIbHelloFlagGrouped (sender -> receiver); 0 otherwise
   uint32_t chunk;      // the sender's chunk size (the receiver sizes its bounce buffers by it)
   uint32_t recv_slots; // receives the writer posts per receiving stream: the peer's first credit
   QpEndpoint ep[net::kMaxStreams];

@@ -83,7 +83,7 @@ void MakeHello(const LinkIdentity& id, int stream, const std::string& secret, He
   h->chunk_size = id.chunk_size;
   h->rail = static_cast<uint8_t>(id.rail);
   h->link = static_cast<uint8_t>(id.link);
-  h->flags = secret.empty() ? 0 : kHelloFlagTag;
+  h->flags = static_cast<uint16_t>((secret.empty() ? 0 : kHelloFlagTag) | (id.grouped ? kHelloFlagGrouped : 0));
   h->epoch = id.epoch;
   h->check = XXH32(h, offsetof(Hello, check), kHelloMagic);
   if (!secret.empty()) {
@@ -103,7 +103,7 @@ bool CheckHello(const Hello& h, const Nonce& nonce, const std::string& secret, b
     return *why = "bad stream " + std::to_string(h.stream) + "/" + std::to_string(h.nstreams), false;
   }
   if (h.chunk_size < 4096 || h.chunk_size > (64u << 20)) return *why = "bad chunk size", false;
-  if ((h.flags & ~kHelloFlagTag) != 0) return *why = "unknown hello flags " + std::to_string(h.flags), false;
+  if ((h.flags & ~(kHelloFlagTag | kHelloFlagGrouped)) != 0) return *why = "unknown hello flags " + std::to_string(h.flags), false;
   const bool tagged = (h.flags & kHelloFlagTag) != 0;
   if (!secret.empty() && !tagged) return *why = "no RERAIL_JOB_SECRET tag (this job requires one)", false;
   if (secret.empty() && tagged) return *why = "peer uses RERAIL_JOB_SECRET but this process has none", false;

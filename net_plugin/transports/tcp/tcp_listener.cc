@@ -151,6 +151,7 @@ void TcpListener::Adopt(PendingStream& p) {
     pl.id.link = h.link;
     pl.id.nstreams = h.nstreams;
     pl.id.epoch = h.epoch;
+    pl.id.grouped = (h.flags & kHelloFlagGrouped) != 0;
     pl.peer = p.peer;
   }
   if (static_cast<int>(h.nstreams) != pl.id.nstreams || pl.fds[h.stream] >= 0 || h.chunk_size != pl.id.chunk_size) {

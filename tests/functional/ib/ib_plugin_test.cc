@@ -503,11 +503,12 @@ TEST_F(IbPlugin, ReceiverClosingAfterItsLastReceiveLosesNoAck) {
   const size_t size = 1u << 20;  // not eager: the send completes on the receiver's ack
   for (size_t i = 0; i < size; ++i) src_[i] = Pattern(5, i);
   void *sreq = nullptr, *rreq = nullptr;
-  ASSERT_EQ(net_->Isend(sc_, src_.data(), size, 0, smh_, nullptr, &sreq), 0);
   void* data = dst_.data();
   size_t cap = size;
   int tag = 0;
   ASSERT_EQ(net_->Irecv(rc_, 1, &data, &cap, &tag, &rmh_, nullptr, &rreq), 0);
+  // With maxRecvs > 1 a send waits (NULL request) for the receive's announcement, as net_ib's for its CTS.
+  for (int i = 0; i < 100000 && sreq == nullptr; ++i) ASSERT_EQ(net_->Isend(sc_, src_.data(), size, 0, smh_, nullptr, &sreq), 0);
   ASSERT_TRUE(sreq && rreq);
   // The sender alone first: it gets the CTS and writes every chunk; no ack can come (the receiver is not
   // polled), so the send stays pending. Then the receiver alone, which acks in the call that completes.
@@ -586,5 +587,156 @@ TEST_F(IbPlugin, PortEventFailsOverWithoutWcErrors) {
   // Probes refused while the port was down are INFO: one fault, one WARN for its failover.
   EXPECT_FALSE(Logged(g_warns, "refused")) << Warns();
 }
+
+// ---- grouped receives (maxRecvs 8; net_plugin/core/core.h "Grouped receives")
+
+std::string IbPluginWarns() {
+  std::lock_guard<std::mutex> g(g_mu);
+  std::string s;
+  for (const auto& w : g_warns) s += "[" + w + "] ";
+  return s;
+}
+
+struct GroupRound {
+  size_t offs[8], caps[8], soffs[8], sizes[8];
+  int tags[8];
+  int order[8];
+  void* rreq = nullptr;
+  void* sreq[8] = {};
+  bool sdone[8] = {};
+  int got[8];
+  int rdone = 0;
+};
+
+// `rounds` grouped receives of 8 buffers (tags 30..37; sizes 0 .. 3 chunks, buffers up to 4 KiB larger
+// than their message), at most two in flight, each matched by 8 sends in a shuffled tag order (a NULL
+// request retried); every buffer's size and bytes checked. hook(groups received): faults.
+void ExchangeGrouped(rr::netdrv::NetPlugin* net, void* sc, void* rc, void* smh, void* rmh,
+                     std::vector<uint8_t>& src, std::vector<uint8_t>& dst, int rounds, int ms,
+                     const std::function<void(int)>& hook) {
+  const size_t kSz[10] = {0, 1, 3000, 4096, (128u << 10) + 5, 100, 0, 65536, 3 * (128u << 10), 777};
+  std::vector<GroupRound> g(rounds);
+  size_t at = 0, sat = 0;
+  uint32_t x = 99;
+  for (int r = 0; r < rounds; ++r) {
+    for (int k = 0; k < 8; ++k) {
+      g[r].sizes[k] = kSz[(r * 3 + k) % 10];
+      g[r].caps[k] = g[r].sizes[k] + (k % 2 == 0 ? 0 : 4096);
+      g[r].offs[k] = at;
+      at += g[r].caps[k] + 64;
+      g[r].soffs[k] = sat;
+      sat += g[r].sizes[k];
+      g[r].tags[k] = 30 + k;
+      g[r].order[k] = k;
+      g[r].got[k] = -1;
+      for (size_t b = 0; b < g[r].sizes[k]; ++b) src[g[r].soffs[k] + b] = Pattern(r * 8 + k, b);
+    }
+    for (int k = 7; k > 0; --k) {
+      x = x * 1103515245u + 12345u;
+      std::swap(g[r].order[k], g[r].order[(x >> 16) % (k + 1)]);
+    }
+  }
+  ASSERT_LE(at, dst.size());
+  ASSERT_LE(sat, src.size());
+  std::fill(dst.begin(), dst.begin() + static_cast<long>(at), 0x11);
+  int posted = 0, received = 0;
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  auto all_sent = [&] {
+    for (auto& r : g) {
+      for (bool d : r.sdone) {
+        if (!d) return false;
+      }
+    }
+    return true;
+  };
+  while ((received < rounds || !all_sent()) && std::chrono::steady_clock::now() < end) {
+    if (hook) hook(received);
+    while (posted < rounds && posted < received + 2) {
+      GroupRound& r = g[posted];
+      void* data[8];
+      void* mhs[8];
+      void* ph[8];
+      for (int k = 0; k < 8; ++k) data[k] = dst.data() + r.offs[k], mhs[k] = rmh, ph[k] = &g_step;
+      ASSERT_EQ(net->Irecv(rc, 8, data, r.caps, r.tags, mhs, ph, &r.rreq), 0) << IbPluginWarns();
+      if (r.rreq == nullptr) break;
+      ++posted;
+    }
+    for (int ri = 0; ri < rounds; ++ri) {  // every sender retries its NULL request, in its shuffled order
+      GroupRound& r = g[ri];
+      for (int i = 0; i < 8; ++i) {
+        int k = r.order[i];
+        // One sender per tag posts its sends in order (NCCL's sub: step n+1 after step n was taken).
+        if (r.sreq[k] != nullptr || (ri > 0 && g[ri - 1].sreq[k] == nullptr)) continue;
+        ASSERT_EQ(net->Isend(sc, src.data() + r.soffs[k], r.sizes[k], r.tags[k], smh, &g_step, &r.sreq[k]), 0) << IbPluginWarns();
+      }
+      for (int k = 0; k < 8; ++k) {
+        if (r.sreq[k] == nullptr || r.sdone[k]) continue;
+        int done = 0;
+        ASSERT_EQ(net->Test(r.sreq[k], &done, nullptr), 0) << IbPluginWarns();
+        r.sdone[k] = done != 0;
+      }
+      if (ri < posted && !r.rdone) {
+        ASSERT_EQ(net->Test(r.rreq, &r.rdone, r.got), 0) << IbPluginWarns();
+        received += r.rdone;
+      }
+    }
+  }
+  ASSERT_EQ(received, rounds) << "grouped receives not completed: " << IbPluginWarns();
+  ASSERT_TRUE(all_sent()) << "sends not completed: " << IbPluginWarns();
+  for (int ri = 0; ri < rounds; ++ri) {
+    for (int k = 0; k < 8; ++k) {
+      const GroupRound& r = g[ri];
+      ASSERT_EQ(r.got[k], static_cast<int>(r.sizes[k])) << "group " << ri << " buffer " << k;
+      ASSERT_EQ(memcmp(dst.data() + r.offs[k], src.data() + r.soffs[k], r.sizes[k]), 0) << "group " << ri << " buffer " << k;
+      for (size_t b = r.sizes[k]; b < r.caps[k] + 64; ++b) {
+        ASSERT_EQ(dst[r.offs[k] + b], 0x11) << "group " << ri << " buffer " << k << ": write past its message at " << b;
+      }
+    }
+  }
+}
+
+TEST_F(IbPlugin, GroupedReceivesMatchShuffledTagsThroughTheAbi) {
+  rrNcclNetProperties_v12_t p{};
+  ASSERT_EQ(net_->GetProperties(kListenDev, &p), 0);
+  ASSERT_EQ(p.maxRecvs, 8);
+  ExchangeGrouped(net_.get(), sc_, rc_, smh_, rmh_, src_, dst_, 12, 20000, nullptr);
+  // A send larger than the buffer its tag matches: ncclInvalidUsage, a WARN naming it, nothing sent.
+  void* data[2] = {dst_.data(), dst_.data() + 8192};
+  size_t caps[2] = {1000, 1000};
+  int tags[2] = {1, 2};
+  void* mhs[2] = {rmh_, rmh_};
+  void* rreq = nullptr;
+  for (int i = 0; i < 1000 && rreq == nullptr; ++i) ASSERT_EQ(net_->Irecv(rc_, 2, data, caps, tags, mhs, nullptr, &rreq), 0);
+  ASSERT_NE(rreq, nullptr);
+  int r = 0;
+  void* sreq = nullptr;
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((r = net_->Isend(sc_, src_.data(), 1001, 1, smh_, nullptr, &sreq)) == 0 && sreq == nullptr &&
+         std::chrono::steady_clock::now() < end) {
+    int done = 0;
+    ASSERT_EQ(net_->Test(rreq, &done, nullptr), 0);
+  }
+  EXPECT_EQ(r, static_cast<int>(rrNcclInvalidUsage));
+  EXPECT_TRUE(Logged(g_warns, "holds only 1000 bytes")) << Warns();
+}
+
+// fake0 (the sender's primary) goes down mid-stream while grouped receives are in flight: the chunks
+// and announcements it carried are re-sent on the survivor, every buffer of every group arrives once.
+TEST_F(IbPlugin, GroupedReceivesSurviveAPortDown) {
+  void* h = dlopen(getenv("RERAIL_IB_LIB"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr) << "the plugin did not load the fake verbs";
+  auto set_port = reinterpret_cast<int (*)(const char*, int, int)>(dlsym(h, "fakeverbs_set_port_state"));
+  ASSERT_NE(set_port, nullptr);
+  bool down = false;
+  ExchangeGrouped(net_.get(), sc_, rc_, smh_, rmh_, src_, dst_, 24, 20000, [&](int received) {
+    if (!down && received >= 4) set_port("fake0", 1, 0), down = true;
+  });
+  set_port("fake0", 1, 1);
+  for (int i = 0; i < 2000 && !Logged(g_infos, "IB rail fake0 up"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  dlclose(h);
+  EXPECT_TRUE(down);
+  EXPECT_TRUE(Logged(g_warns, "re-sending")) << "no failover: " << Warns();
+}
+
 
 }  // namespace

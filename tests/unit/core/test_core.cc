@@ -98,6 +98,8 @@ class Pair {
   SendCore& send() { return *send_; }
   RecvCore& recv() { return *recv_; }
   SimLink& link(int i) { return links_[i]; }
+  std::function<void(const Completion&)> on_recv;  // set: receive completions go here (Step)
+  std::function<void(const Completion&)> on_send;  // set: send completions go here (Step)
 
   // A transport error on link i, seen by both sides (RST): in-flight bytes are lost.
   void Cut(int i) {
@@ -120,8 +122,15 @@ class Pair {
     if (!recv_paused()) recv_->Poll(now_, true);
     for (int i = 0; i < nlinks_; ++i) Control(i);
     Completion c;
-    while (send_->NextCompletion(&c)) static_cast<Msg*>(c.owner)->send_done = true;
+    while (send_->NextCompletion(&c)) {
+      if (on_send) on_send(c);
+      else static_cast<Msg*>(c.owner)->send_done = true;
+    }
     while (!recv_paused() && recv_->NextCompletion(&c)) {
+      if (on_recv) {  // grouped receives: the test's own owners
+        on_recv(c);
+        continue;
+      }
       auto* m = static_cast<Msg*>(c.owner);
       m->recv_done = true;
       m->recv_size = c.size;
@@ -879,5 +888,240 @@ TEST(Core, AnEndedCommLeavesTheSharedRailLoad) {
   EXPECT_EQ(send.state(), ConnState::kFailed);
   EXPECT_EQ(loads[0].pending.load(), 0) << "a failed comm's bytes are still counted as work to do";
 }
+
+// ---- grouped receives (core.h "Grouped receives")
+
+// One grouped receive of the test: n buffers with tags, and what each element received.
+struct Group {
+  std::vector<std::vector<uint8_t>> bufs;
+  std::vector<size_t> caps;
+  std::vector<int> tags;
+  std::vector<void*> slots;
+  std::vector<size_t> got;  // per element: bytes received (SIZE_MAX: not complete)
+  int done = 0;
+};
+
+// One send of the test: tag, bytes, and the group and element it must land in.
+struct GSend {
+  int tag = 0;
+  std::vector<uint8_t> src;
+  int group = 0, elem = 0;
+  bool posted = false, done = false;
+};
+
+CoreConfig GroupedCfg() {
+  CoreConfig c = Cfg();
+  c.grouped = true;
+  return c;
+}
+
+// Builds `rounds` groups of tags 100..100+n-1 (sizes vary: 0, smaller than the buffer, many chunks)
+// and the matching sends in a shuffled order per round (a fixed permutation of the seed).
+void MakeGroups(int rounds, int n, uint32_t seed, std::vector<Group>* groups, std::vector<GSend>* sends) {
+  const size_t kSz[] = {0, 1, 777, 4096, 4097, 3 * 4096 + 5, 20000, 1024, 0, 9000};
+  uint32_t x = seed;
+  auto rnd = [&x] { return x = x * 1103515245u + 12345u, (x >> 16) & 0x7fff; };
+  for (int g = 0; g < rounds; ++g) {
+    Group gr;
+    std::vector<GSend> round;
+    for (int k = 0; k < n; ++k) {
+      size_t size = kSz[(g * 3 + k) % 10];
+      size_t cap = size + (k % 3 == 0 ? 0 : 4096 + k);  // some buffers larger than their message
+      gr.bufs.emplace_back(cap + 64, 0xee);
+      gr.caps.push_back(cap);
+      gr.tags.push_back(100 + k);
+      gr.got.push_back(SIZE_MAX);
+      GSend s;
+      s.tag = 100 + k;
+      s.src.resize(size);
+      for (size_t b = 0; b < size; ++b) s.src[b] = static_cast<uint8_t>((g * 37 + k * 131 + b * 7 + (b >> 9)) & 0xff);
+      s.group = g;
+      s.elem = k;
+      round.push_back(std::move(s));
+    }
+    for (int k = n - 1; k > 0; --k) std::swap(round[k], round[rnd() % (k + 1)]);
+    groups->push_back(std::move(gr));
+    for (auto& s : round) sends->push_back(std::move(s));
+  }
+}
+
+// NCCL-like: receives posted group by group (at most `window` groups outstanding, none before
+// `recv_from_ns`), sends tried in their order every step (a NULL request is retried, as NCCL does).
+bool RunGroups(Pair& p, std::vector<Group>& groups, std::vector<GSend>& sends, int window, uint64_t limit_ns,
+               uint64_t recv_from_ns = 0, const std::function<void(int)>& hook = nullptr, size_t preposted = 0) {
+  p.on_recv = [&p](const Completion& c) {
+    auto* g = static_cast<Group*>(c.owner);
+    EXPECT_EQ(g->got[c.index], SIZE_MAX) << "element " << c.index << " completed twice";
+    g->got[c.index] = c.size;
+    if (++g->done == static_cast<int>(g->bufs.size())) {
+      for (void* s : g->slots) p.recv().Release(s);
+    }
+  };
+  p.on_send = [](const Completion& c) { static_cast<GSend*>(c.owner)->done = true; };
+  uint64_t end = p.now() + limit_ns;
+  size_t nr = preposted;
+  for (int step = 0; p.now() < end; ++step) {
+    if (hook) hook(step);
+    size_t groups_done = 0, sends_done = 0;
+    for (auto& g : groups) groups_done += g.done == static_cast<int>(g.bufs.size());
+    for (auto& s : sends) sends_done += s.done;
+    if (groups_done == groups.size() && sends_done == sends.size()) return true;
+    for (size_t i = 0; i < sends.size(); ++i) {
+      GSend& s = sends[i];
+      if (s.posted) continue;
+      bool earlier = false;  // one sender per tag posts in order (NCCL's sub: step n+1 after step n)
+      for (size_t j = 0; j < i && !earlier; ++j) earlier = sends[j].tag == s.tag && !sends[j].posted;
+      if (earlier) continue;
+      bool posted = false;
+      Status st = p.send().Isend(p.now(), s.src.data(), s.src.size(), &s, &posted, s.tag);
+      EXPECT_TRUE(st.ok()) << st.message();
+      s.posted = posted;
+    }
+    while (p.now() >= recv_from_ns && nr < groups.size() && nr - groups_done < static_cast<size_t>(window)) {
+      Group& g = groups[nr];
+      std::vector<void*> bufs;
+      for (auto& b : g.bufs) bufs.push_back(b.data());
+      g.slots.assign(g.bufs.size(), nullptr);
+      bool posted = false;
+      Status st = p.recv().IrecvGroup(p.now(), static_cast<int>(g.bufs.size()), bufs.data(), g.caps.data(),
+                                      g.tags.data(), &g, &posted, g.slots.data());
+      EXPECT_TRUE(st.ok()) << st.message();
+      if (!posted) break;
+      ++nr;
+    }
+    p.Step();
+    if (p.send().state() == ConnState::kFailed || p.recv().state() == ConnState::kFailed) return false;
+  }
+  return false;
+}
+
+void ExpectGroupsDelivered(const std::vector<Group>& groups, const std::vector<GSend>& sends) {
+  for (const GSend& s : sends) {
+    const Group& g = groups[s.group];
+    ASSERT_TRUE(s.done) << "send of group " << s.group << " element " << s.elem;
+    ASSERT_EQ(g.got[s.elem], s.src.size()) << "group " << s.group << " element " << s.elem << " size";
+    const auto& b = g.bufs[s.elem];
+    if (!s.src.empty()) {
+      ASSERT_EQ(0, memcmp(b.data(), s.src.data(), s.src.size())) << "group " << s.group << " element " << s.elem;
+    }
+    for (size_t i = s.src.size(); i < b.size(); ++i) {
+      ASSERT_EQ(b[i], 0xee) << "byte beyond group " << s.group << " element " << s.elem;
+    }
+  }
+}
+
+TEST(Core, GroupedReceiveMatchesShuffledTagsWithEachElementsOwnSize) {
+  Pair p(2, 2, GroupedCfg());
+  std::vector<Group> groups;
+  std::vector<GSend> sends;
+  MakeGroups(6, 8, 7, &groups, &sends);
+  // The sends start before any receive is posted: they wait (NULL request) for the announcements.
+  ASSERT_TRUE(RunGroups(p, groups, sends, 2, 5000 * kMs, p.now() + 10 * kMs));
+  ExpectGroupsDelivered(groups, sends);
+  EXPECT_EQ(p.recv().stash_bytes(), 0u);
+}
+
+// Two senders behind one comm (NCCL's PXN): A runs a whole group ahead of B. A's second send must
+// wait for the first group to fill and land in the SECOND group's A buffer, not take B's element.
+TEST(Core, GroupedSendOfALaterGroupWaitsForTheCurrentOne) {
+  Pair p(1, 1, GroupedCfg());
+  std::vector<Group> groups(2);
+  std::vector<GSend> sends;
+  for (int g = 0; g < 2; ++g) {
+    for (int k = 0; k < 2; ++k) {
+      groups[g].bufs.emplace_back(5000, 0xee);
+      groups[g].caps.push_back(4936);
+      groups[g].tags.push_back(k == 0 ? 1 : 2);  // A = tag 1, B = tag 2
+      groups[g].got.push_back(SIZE_MAX);
+    }
+  }
+  auto add = [&sends](int tag, int g, int k, size_t n) {
+    GSend s;
+    s.tag = tag, s.group = g, s.elem = k;
+    s.src.assign(n, static_cast<uint8_t>(0x10 * (g + 1) + k));
+    sends.push_back(std::move(s));
+  };
+  add(1, 0, 0, 100);   // A1
+  add(1, 1, 0, 4000);  // A2: its group is not the current one yet
+  add(2, 0, 1, 0);     // B1
+  add(2, 1, 1, 4936);  // B2
+  ASSERT_TRUE(RunGroups(p, groups, sends, 2, 3000 * kMs));
+  ExpectGroupsDelivered(groups, sends);
+}
+
+// A rail fails mid-group (its chunks and the receiver's announcements on it are lost): everything
+// is re-sent on the survivor and every element arrives once.
+TEST(Core, GroupedReceiveSurvivesALinkCutMidGroup) {
+  Pair p(2, 2, GroupedCfg());
+  std::vector<Group> groups;
+  std::vector<GSend> sends;
+  MakeGroups(5, 8, 11, &groups, &sends);
+  bool cut = false;
+  ASSERT_TRUE(RunGroups(p, groups, sends, 2, 8000 * kMs, 0, [&](int) {
+    if (!cut && p.link(0).up && p.link(0).payload_written > 30000) {  // some chunks of the first groups sent
+      p.Cut(0);
+      cut = true;
+    }
+  }));
+  EXPECT_TRUE(cut);
+  ExpectGroupsDelivered(groups, sends);
+}
+
+// The only link fails right after the receives were posted, with their announcements in flight:
+// the link that comes back announces every pending element again, or the sender waits forever.
+TEST(Core, GroupedAnnouncementsLostWithTheOnlyLinkAreRepeatedOnReconnect) {
+  Pair p(1, 1, GroupedCfg());
+  std::vector<Group> groups;
+  std::vector<GSend> sends;
+  MakeGroups(3, 8, 5, &groups, &sends);
+  for (int i = 0; i < 3; ++i) p.Step();
+  ASSERT_TRUE(p.link(0).up);
+  for (Group& g : groups) {  // posted; their announcements queued on the link, not written yet
+    std::vector<void*> bufs;
+    for (auto& b : g.bufs) bufs.push_back(b.data());
+    g.slots.assign(g.bufs.size(), nullptr);
+    bool posted = false;
+    ASSERT_TRUE(p.recv().IrecvGroup(p.now(), 8, bufs.data(), g.caps.data(), g.tags.data(), &g, &posted, g.slots.data()).ok());
+    ASSERT_TRUE(posted);
+  }
+  p.Cut(0);  // lost with the link
+  ASSERT_TRUE(RunGroups(p, groups, sends, 3, 8000 * kMs, 0, nullptr, groups.size()));
+  ExpectGroupsDelivered(groups, sends);
+}
+
+TEST(Core, GroupedSendLargerThanItsBufferIsRefusedAndAnUnknownTagWaits) {
+  Pair p(1, 1, GroupedCfg());
+  Group g;
+  for (int k = 0; k < 2; ++k) {
+    g.bufs.emplace_back(1000, 0xee);
+    g.caps.push_back(1000);
+    g.tags.push_back(7 + k);
+    g.got.push_back(SIZE_MAX);
+  }
+  std::vector<void*> bufs = {g.bufs[0].data(), g.bufs[1].data()};
+  g.slots.assign(2, nullptr);
+  bool posted = false;
+  ASSERT_TRUE(p.recv().IrecvGroup(p.now(), 2, bufs.data(), g.caps.data(), g.tags.data(), &g, &posted, g.slots.data()).ok());
+  ASSERT_TRUE(posted);
+  p.on_recv = [](const Completion&) {};
+  for (int i = 0; i < 5; ++i) p.Step();
+  std::vector<uint8_t> big(1001, 1);
+  Status st = p.send().Isend(p.now(), big.data(), big.size(), &big, &posted, 7);
+  EXPECT_EQ(st.code(), Code::kInvalidUsage);
+  EXPECT_NE(st.message().find("1001 bytes with tag 7"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("holds only 1000 bytes"), std::string::npos) << st.message();
+  EXPECT_FALSE(posted);
+  EXPECT_EQ(p.send().state(), ConnState::kActive) << "a refused send breaks nothing";
+  st = p.send().Isend(p.now(), big.data(), 10, &big, &posted, 99);  // in no posted group: wait, as net_ib does
+  EXPECT_TRUE(st.ok());
+  EXPECT_FALSE(posted);
+  // A receiver whose sender does not match tags refuses a grouped receive with a clear error.
+  RecvCore plain(Cfg(), 0x55, 4096, nullptr);
+  std::vector<void*> slots(2);
+  st = plain.IrecvGroup(0, 2, bufs.data(), g.caps.data(), g.tags.data(), &g, &posted, slots.data());
+  EXPECT_EQ(st.code(), Code::kInvalidUsage);
+  EXPECT_NE(st.message().find("RERAIL_MAX_RECVS"), std::string::npos) << st.message();
+}
+
 
 }  // namespace rr::net

@@ -161,7 +161,7 @@ TEST_F(Loopback, PropertiesDescribeLoopbackRail) {
   EXPECT_EQ(p.pciPath, nullptr);
   EXPECT_EQ(p.ptrSupport, RR_NCCL_PTR_HOST);
   EXPECT_EQ(p.speed, 10000);
-  EXPECT_EQ(p.maxRecvs, 1);
+  EXPECT_EQ(p.maxRecvs, 1);  // RERAIL_MAX_RECVS default: no grouped receives
   EXPECT_EQ(p.vProps.ndevs, 1);
   EXPECT_GT(p.maxP2pBytes, 0u);
   EXPECT_LE(p.maxP2pBytes, RR_NCCL_MAX_NET_SIZE_BYTES);
