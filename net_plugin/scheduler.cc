@@ -17,9 +17,11 @@ void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& n
   for (size_t i = 0; i < n; ++i) nominal_[i] = std::max(nominal_bps[i], 1e6) / 8e9;
   own_.assign(n, 0);
   own_backlog_.assign(n, 0);
+  resent_.assign(n, false);
   avg_.assign(n, 0);
   own_pending_ = 0;
   last_observe_ns_ = 0;
+  backlog_stale_ = false;
 }
 
 void Scheduler::OnQueued(int link, int64_t delta) {
@@ -29,7 +31,10 @@ void Scheduler::OnQueued(int link, int64_t delta) {
   // headers and control frames): acknowledged messages refresh the backlog between kernel reads,
   // and a comm with nothing outstanding, which NCCL may never call again, leaves none behind.
   int64_t bound = own_[link] <= 0 ? 0 : own_[link] + kHeaderSlack;
-  if (own_backlog_[link] > bound) OnKernelQueue(link, static_cast<uint64_t>(bound));
+  if (own_backlog_[link] > bound) {
+    if (own_[link] <= 0 && resent_[link] && own_backlog_[link] > kHeaderSlack) backlog_stale_ = true;
+    OnKernelQueue(link, static_cast<uint64_t>(bound));
+  }
 }
 
 void Scheduler::SetPending(int64_t bytes) {
@@ -49,6 +54,7 @@ void Scheduler::OnWritten(int link, size_t bytes) {
 }
 
 void Scheduler::OnKernelQueue(int link, uint64_t outq_bytes) {
+  if (static_cast<int64_t>(outq_bytes) <= kHeaderSlack) resent_[link] = false;  // drained: no duplicate left
   int64_t delta = static_cast<int64_t>(outq_bytes) - own_backlog_[link];
   own_backlog_[link] += delta;
   if (delta != 0) load(link).backlog.fetch_add(delta, std::memory_order_relaxed);

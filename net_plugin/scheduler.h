@@ -154,6 +154,16 @@ class Scheduler {
   int64_t queued(int link) const { return own_[link]; }
   int64_t rail_queued(int link) const { return load(link).queued.load(std::memory_order_relaxed); }
   int64_t rail_backlog(int link) const { return load(link).backlog.load(std::memory_order_relaxed); }
+  // A re-sent chunk was handed to `link`. Such a link's socket may hold chunks of messages the peer
+  // already has and acknowledged (it placed another copy: the data landed, its ack was lost), which
+  // OnQueued's bound (the comm's unacknowledged bytes) does not count; until a kernel read finds the
+  // socket drained, OnQueued dropping the link's backlog to nothing makes it unknown (BacklogStale).
+  void OnResent(int link) { resent_[link] = true; }
+  // The backlog of a link is unknown: the caller reads every link's kernel queue (OnKernelQueue),
+  // then calls BacklogRead; no chunk may be placed before (the link would look empty while megabytes
+  // of duplicates wait in its socket).
+  bool BacklogStale() const { return backlog_stale_; }
+  void BacklogRead() { backlog_stale_ = false; }
 
  private:
   RailLoad& load(int link) const { return loads_[devs_[link]]; }
@@ -166,9 +176,11 @@ class Scheduler {
   std::vector<double> nominal_;  // bytes per ns
   std::vector<int64_t> own_;     // this comm's share of each rail's queued bytes
   std::vector<int64_t> own_backlog_;  // this comm's share of each rail's backlog
+  std::vector<bool> resent_;     // OnResent since a kernel read showed no unaccounted bytes
   std::vector<double> avg_;      // each rail's queued bytes, smoothed over kLoadTauNs
   int64_t own_pending_ = 0;      // what SetPending last published
   uint64_t last_observe_ns_ = 0;
+  bool backlog_stale_ = false;
 };
 
 }  // namespace rr::net

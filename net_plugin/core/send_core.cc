@@ -232,6 +232,11 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   bool fresh = sched_seq_ < next_seq_ && (sched_seq_ < credit_ || msgs_[sched_seq_ % RxTracker::kWindow].eager);
   if (requeue_.empty() && !fresh) return false;  // nothing to send (the common idle case)
   if (links_.size() > 1) {
+    if (sched_.BacklogStale()) {  // read the kernel's backlog first: SampleDue at once
+      next_sample_ns_ = now;
+      refused_ = true;
+      return false;
+    }
     if (now != last_observe_ns_) sched_.Observe(now), last_observe_ns_ = now;
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
     if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
@@ -247,7 +252,7 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     AddPending(-static_cast<int64_t>(c.len));
     have = c.seq >= acked_;
   }
-  if (have) ++resent_chunks_, resent_bytes_ += c.len;
+  if (have) ++resent_chunks_, resent_bytes_ += c.len, sched_.OnResent(idx);
   if (requeue_.empty() && resent_chunks_ > 0) {
     obs_->OnRetransmit(idx, resent_bytes_, resent_chunks_);
     resent_bytes_ = resent_chunks_ = 0;
@@ -465,6 +470,7 @@ void SendCore::OnSamples(uint64_t now, const std::vector<LinkSample>& samples) {
     }
   }
   if (links_.size() > 1 && state_ == ConnState::kActive) ReportDelivered(now, samples);
+  sched_.BacklogRead();
   double fastest = 0;  // bytes per ns
   for (size_t i = 0; i < links_.size(); ++i) {
     if (links_[i].fsm.usable()) fastest = std::max(fastest, sched_.BandwidthBps(static_cast<int>(i)) / 8e9);

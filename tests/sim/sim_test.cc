@@ -391,6 +391,24 @@ TEST(Sim, RegressionBandwidthEstimateLockedNearZero) {
 }
 
 // Same seed, same path: the event trace's hash is identical across runs.
+// Regression (swarm seed 9000908 with --max-size 64 MiB, at e2612ed): stripe over 4 rails, 48 ms RTT,
+// 111 KiB receive windows (each stream moves ~2.3 MB/s). After a reset, comm 2's re-sent chunks filled
+// a re-admitted link's socket with 7 MB; the peer got those messages by other links and acked them,
+// and the scheduler, which bounds a link's kernel backlog by the comm's unacknowledged bytes, took the
+// link for empty. The next 4 KiB messages went into that socket behind 7 MB of duplicates: 3.1 s for
+// one chunk with three idle rails (bound 2.4 s). A backlog dropped that way is now read from the
+// kernel before the next chunk is placed.
+TEST(Sim, RegressionAckedDuplicatesInASocketAreNotAnEmptyLink) {
+  Options opt;
+  opt.max_size = 64ull << 20;
+  Scenario sc = Draw(9000908, opt);
+  ASSERT_EQ(sc.rails.size(), 4u);
+  ASSERT_LT(sc.rcvbuf, 128u << 10);
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+  EXPECT_EQ(r.errors, 0u);
+}
+
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;
   for (uint64_t seed = 1; seed <= 30; ++seed) {

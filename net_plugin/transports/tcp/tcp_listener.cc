@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <iterator>
 #include <map>
 
 #include "../../wire.h"
@@ -24,12 +25,17 @@ struct PendingStream {
   uint64_t deadline_ns = 0;
 };
 
-// Streams of one incoming link collected so far, by stream index.
+// Streams of one incoming link collected so far, by stream index. A connect attempt whose other
+// streams never come (a rail black-holed between two stream connects, a lost SYN) is closed by its
+// sender's connector, which retries later with the same conn, link and (after a connect failure)
+// epoch: so a partial link is dropped when a stream of it closed, when a hello repeats one of its
+// stream indices or names another epoch (a new attempt), and after RERAIL_CONNECT_TIMEOUT_MS.
 struct PartialLink {
   LinkIdentity id;
   std::vector<int> fds;
   int have = 0;
   sock::Addr peer;
+  uint64_t deadline_ns = 0;
 };
 
 class TcpListener final : public Listener {
@@ -45,6 +51,10 @@ class TcpListener final : public Listener {
   bool ReadHello(PendingStream& p);
   void Reject(PendingStream& p, const std::string& why);
   void Adopt(PendingStream& p);
+  // Why the partial link `pl` cannot take the stream of hello `h` as one more of the same attempt
+  // (empty: it can).
+  static std::string Stale(const PartialLink& pl, const Hello& h);
+  void DropPartial(std::map<std::pair<uint64_t, int>, PartialLink>::iterator it, const std::string& why);
 
   const TcpTransport* t_;
   Nonce nonce_;
@@ -138,11 +148,37 @@ bool TcpListener::ReadHello(PendingStream& p) {
   return true;
 }
 
+std::string TcpListener::Stale(const PartialLink& pl, const Hello& h) {
+  if (h.epoch != pl.id.epoch) return "a stream of epoch " + std::to_string(h.epoch) + " arrived";
+  if (h.stream < pl.fds.size() && pl.fds[h.stream] >= 0) return "stream " + std::to_string(h.stream) + " arrived again";
+  for (int fd : pl.fds) {
+    if (fd < 0) continue;
+    char c;
+    ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);  // a sender writes frames once all its streams connected
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return "its sender closed a stream";
+  }
+  return "";
+}
+
+void TcpListener::DropPartial(std::map<std::pair<uint64_t, int>, PartialLink>::iterator it, const std::string& why) {
+  RR_INFO(log::kFlagNet, "conn %016lx: dropped %d of %d streams of link %d (epoch %u) from %s: %s",
+          static_cast<unsigned long>(it->second.id.conn_id), it->second.have, it->second.id.nstreams, it->second.id.link,
+          it->second.id.epoch, it->second.peer.ToString().c_str(), why.c_str());
+  for (int& fd : it->second.fds) sock::Close(&fd);
+  partial_.erase(it);
+}
+
 void TcpListener::Adopt(PendingStream& p) {
   const Hello& h = p.hello;
   auto key = std::make_pair(h.conn_id, static_cast<int>(h.link));
+  auto old = partial_.find(key);
+  if (old != partial_.end()) {
+    std::string why = Stale(old->second, h);
+    if (!why.empty()) DropPartial(old, "a new connect attempt (" + why + ")");
+  }
   PartialLink& pl = partial_[key];
   if (pl.fds.empty()) {
+    pl.deadline_ns = NowNs() + static_cast<uint64_t>(t_->config().connect_timeout_ms) * 1000000ull;
     pl.fds.assign(h.nstreams, -1);
     pl.id.nonce = nonce_;
     pl.id.conn_id = h.conn_id;
@@ -174,6 +210,7 @@ Status TcpListener::Poll(std::unique_ptr<Link>* out) {
   uint64_t now = NowNs();
   if (last_poll_ns_ != 0 && now - last_poll_ns_ > kPollGapNs) {
     for (auto& p : pending_) p.deadline_ns += now - last_poll_ns_;
+    for (auto& kv : partial_) kv.second.deadline_ns += now - last_poll_ns_;
   }
   last_poll_ns_ = now;
   AcceptNew();
@@ -184,6 +221,11 @@ Status TcpListener::Poll(std::unique_ptr<Link>* out) {
     } else {
       ++i;
     }
+  }
+  for (auto it = partial_.begin(); it != partial_.end();) {
+    auto next = std::next(it);
+    if (now > it->second.deadline_ns) DropPartial(it, "the rest did not come within RERAIL_CONNECT_TIMEOUT_MS");
+    it = next;
   }
   if (!ready_.empty()) {
     *out = std::move(ready_.front());
