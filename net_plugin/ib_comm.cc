@@ -381,9 +381,11 @@ void IbRecvComm::OnFailover(int link, const std::string& why, uint64_t /*bytes*/
 Status IbRecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, ib::MrHandle* const* mhs,
                          void* phandle, Request** req) {
   *req = nullptr;
-  size_t total = 0;
-  for (int k = 0; k < n; ++k) total += caps[k];
-  if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, total, req);
+  if (core_.state() == ConnState::kFailed) {
+    size_t total = 0;
+    for (int k = 0; k < n; ++k) total += caps[k];
+    return PostAfterEnd(false, total, req);
+  }
   for (int k = 0; k < n; ++k) {
     if (mhs[k] == nullptr && caps[k] > 0) return Status::Internal("irecv over IB without a memory registration (regMr)");
   }

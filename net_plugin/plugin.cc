@@ -576,6 +576,8 @@ Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* ta
   }
   if (data == nullptr || sizes == nullptr) return Status::Internal("irecv with NULL data or sizes array");
   if (n > 1 && tags == nullptr) return Status::Internal("grouped irecv with a NULL tags array");
+  static const int kNoTag = 0;  // n == 1 without a tags array (older NCCL ABIs)
+  const int* t = tags != nullptr ? tags : &kNoTag;
   Request* r = nullptr;
   if (ib) {
 #if RERAIL_WITH_IB
@@ -584,13 +586,11 @@ Status Plugin::Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* ta
       void* mr = mhandles != nullptr ? mhandles[k] : nullptr;
       mhs[k] = mr != nullptr ? static_cast<ib::MrHandle*>(static_cast<MemReg*>(mr)->ib) : nullptr;
     }
-    int tag0 = tags != nullptr ? tags[0] : 0;
-    RR_CHECK(static_cast<IbRecvComm*>(recv_comm)->Irecv(n, data, sizes, tags != nullptr ? tags : &tag0, mhs,
+    RR_CHECK(static_cast<IbRecvComm*>(recv_comm)->Irecv(n, data, sizes, t, mhs,
                                                         phandles != nullptr ? phandles[0] : nullptr, &r));
 #endif
   } else {
-    int tag0 = tags != nullptr ? tags[0] : 0;
-    RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(n, data, sizes, tags != nullptr ? tags : &tag0,
+    RR_CHECK(static_cast<RecvComm*>(recv_comm)->Irecv(n, data, sizes, t,
                                                       phandles != nullptr ? phandles[0] : nullptr, &r));
   }
   (void)mhandles;

@@ -74,9 +74,11 @@ void RecvComm::Sync() {
 
 Status RecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, void* phandle, Request** req) {
   *req = nullptr;
-  size_t total = 0;
-  for (int k = 0; k < n; ++k) total += caps[k];
-  if (core_.state() == ConnState::kFailed) return PostAfterEnd(false, total, req);
+  if (core_.state() == ConnState::kFailed) {
+    size_t total = 0;
+    for (int k = 0; k < n; ++k) total += caps[k];
+    return PostAfterEnd(false, total, req);
+  }
   Request* r = pool_.Get(false);
   if (r == nullptr) return Status::Ok();
   bool posted = false;
