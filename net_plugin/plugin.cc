@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 
 #include "rerail/auth.h"
@@ -210,6 +211,22 @@ void Plugin::OfferGpuBuffers() {
   gpu.SetOffered(true);
   RR_INFO(log::kFlagInit | log::kFlagNet,
           "GPU buffers offered (ptrSupport HOST|CUDA): chunks of GPU memory are staged through host slots by the CUDA driver");
+  // Pinned here, before any comm exists: never from the proxy thread while NCCL's kernels run
+  // (staging::PinnedPool). Once per process.
+  static std::once_flag pinned;
+  std::call_once(pinned, [this] {
+    auto slots = static_cast<std::size_t>(Params::Int(ParamId::StagingSlots));
+    if (slots == 0) return;
+    void* ctx = nullptr;
+    Status st = staging::CudaDriver::Get().ContextFor(nullptr, &ctx);
+    if (st.ok()) st = staging::PinnedPool::Get().Grow(ctx, cfg_.chunk, slots);
+    if (st.ok()) {
+      RR_INFO(log::kFlagInit | log::kFlagNet, "staging: %zu pinned slots of %u bytes", slots, cfg_.chunk);
+    } else {
+      RR_WARN("staging slots stay pageable (GPU chunks copied through the driver's own bounce buffers): %s",
+              st.message().c_str());
+    }
+  });
 }
 
 void Plugin::OnLinkEvent(const rails::LinkEvent& ev) {

@@ -166,7 +166,15 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now) {
       if (a.kind == RxAction::kNone) continue;
       s.phase = Phase::kPayload;
       s.dst = a.kind == RxAction::kDiscard ? nullptr : a.dst;
-      if (stager_) s.dst = stager_->Divert(idx * 256 + i, s.dst, a.len);  // issue 13: read into a slot
+      if (stager_) {   // issue 13: read into a slot
+        uint8_t* slot = stager_->Divert(idx * 256 + i, s.dst, a.len);
+        if (slot == nullptr && s.dst != nullptr) {
+          (void)core_.Abort(stager_->error().code(), "staging a chunk failed: " + stager_->error().message());
+          Sync();
+          return;
+        }
+        s.dst = slot;
+      }
       s.remaining = a.len;
       continue;
     }

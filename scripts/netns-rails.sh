@@ -79,14 +79,17 @@ count_rails() {
 
 # iptables backend that works in our namespaces: nft first (Debian 12 default), then legacy.
 IPT=""
-pick_iptables() {
+find_iptables() {   # sets IPT, or returns 1 when no backend works in namespace $1
   [ -n "$IPT" ] && return 0
   local ns=$1 c
   for c in iptables iptables-nft iptables-legacy; do
     command -v "$c" >/dev/null 2>&1 || continue
     if ip netns exec "$ns" "$c" -w 5 -S >/dev/null 2>&1; then IPT=$c; return 0; fi
   done
-  die "no working iptables backend (tried iptables, iptables-nft, iptables-legacy)"
+  return 1
+}
+pick_iptables() {
+  find_iptables "$1" || die "no working iptables backend (tried iptables, iptables-nft, iptables-legacy)"
 }
 
 check_hr() {
@@ -213,7 +216,7 @@ bh_rules() { # prints the rule specs (without -A/-D) that black-hole one interfa
 }
 clear_blackhole() {
   local ns=$1 dev=$2 rule
-  pick_iptables "$ns"
+  find_iptables "$ns" || return 0   # without iptables nothing can have been black-holed
   # One listing first: healing a rail that was never black-holed stays cheap (flapping tests).
   ip netns exec "$ns" "$IPT" -w 5 -S 2>/dev/null | grep -q -- "-i $dev .*$BH_TAG" || return 0
   while read -r rule; do

@@ -6,9 +6,10 @@
 #   1. host-only plugin (ptrSupport HOST: NCCL stages through its own mapped host buffers)
 #   2. GPU buffers offered to the plugin (RERAIL_FORCE_STAGING=1, which implies RERAIL_GPU_BUFFERS=1;
 #      NCCL_NET_GDR_LEVEL=SYS): NCCL hands rerail cudaMalloc'd buffers (GDRDMA) and rerail stages
-#      them through host slots with the CUDA driver
+#      them through host slots with the CUDA driver: pinned slots, then pageable (RERAIL_STAGING_SLOTS=0)
 #   3. two network namespaces joined by 2 veth rails (scripts/netns-rails.sh), one rank in each,
-#      rail 1 of host 1 pulled mid-run and plugged back (root, netns and veth needed; else NOT RUN)
+#      rail 1 of host 1 pulled (link down), then black-holed (iptables DROP), mid-run and healed (root,
+#      netns and veth needed, iptables for the black hole; else NOT RUN)
 # checks every op's result, that NCCL's logs show NET/rerail for every peer, then runs the kernels'
 # tests (on the GPU: rerail-kernels-gpu-test, also under compute-sanitizer when present) and benchmark.
 # Prints PASS/FAIL/NOT RUN lines and exits 0 only if nothing failed and something ran. Without a GPU it stops at once with a FAIL line saying why.
@@ -16,9 +17,9 @@
 # A GPU machine without the build's dependencies: scripts/bundle-for-gpu.sh here, then run there.
 # Env: BUILD_DIR (default build), PYTHON (default python3), OUT_DIR (logs; default a temp dir),
 # RANK_TIMEOUT (s per torch rank, 300), SANITIZER_TIMEOUT (s, 300), VALIDATE_FAULT_ITERS (60),
-# FAULT_RUNS (netns fault runs, 1), STEPS (default "host gpu plugin netns kernels": the parts to run).
+# FAULT_KINDS (netns faults, "down blackhole"), FAULT_RUNS (runs per kind, 1), STEPS (default "host gpu plugin netns kernels": the parts to run).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 BUILD_DIR=${BUILD_DIR:-build}
 PYTHON=${PYTHON:-python3}
 OUT_DIR=${OUT_DIR:-$(mktemp -d /tmp/rerail-validate-gpu.XXXXXX)}
@@ -64,7 +65,9 @@ TUNER=$(ls "$PWD/$BUILD_DIR"/tuner_plugin/libnccl-tuner-rerail.so 2>/dev/null)
 run_torch() {  # name, extra env...
   local name=$1; shift
   local port=$(( 20000 + RANDOM % 20000 )) pids=() r rc=0 master=127.0.0.1 ifs=lo boot=lo
-  local -a nsexec=()
+  local -a nsexec=() linebuf=()
+  # NCCL's INFO lines go to a fully buffered stdout: a rank killed by the timeout would lose its last ones
+  command -v stdbuf >/dev/null 2>&1 && linebuf=(stdbuf -oL -eL)
   if [[ -n "${NETNS:-}" ]]; then
     master=$(RERAIL_NETNS_PREFIX=$NETNS scripts/netns-rails.sh addr 0 0); ifs=rail; boot=rail0
   fi
@@ -76,7 +79,7 @@ run_torch() {  # name, extra env...
         NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV,TUNING \
         ${PROF:+NCCL_PROFILER_PLUGIN=$PROF} ${TUNER:+NCCL_TUNER_PLUGIN=$TUNER} \
         TORCH_NCCL_ASYNC_ERROR_HANDLING=0 PYTHONFAULTHANDLER=1 "$@" \
-        timeout "${RANK_TIMEOUT:-300}" "$PYTHON" scripts/validate-gpu.py >"$OUT_DIR/$name.rank$r.log" 2>&1 &
+        timeout "${RANK_TIMEOUT:-300}" "${linebuf[@]}" "$PYTHON" scripts/validate-gpu.py >"$OUT_DIR/$name.rank$r.log" 2>&1 &
     pids+=($!)
   done
   local fpid=""
@@ -124,6 +127,9 @@ if grep -q 'GPU buffers offered' "$OUT_DIR"/gpu-staged.rank*.log && grep -q 'GDR
 else
   fail "gpu-staged: GPU buffers not used ($(grep -ho 'GPU buffers not offered.*' "$OUT_DIR"/gpu-staged.rank*.log | head -1))"
 fi
+grep -hm1 -o 'staging: .*pinned slots.*\|staging slots stay pageable.*' "$OUT_DIR"/gpu-staged.rank0.log
+# the same with pageable slots only (RERAIL_STAGING_SLOTS=0: every GPU chunk through the driver's bounce buffers)
+run_torch gpu-staged-pageable RERAIL_FORCE_STAGING=1 NCCL_NET_GDR_LEVEL=SYS RERAIL_STAGING_SLOTS=0
 fi
 
 # GPU buffers through the plugin's ABI table directly (no NCCL: runs whether or not NCCL picks GDR)
@@ -137,14 +143,17 @@ elif [[ -x "$PGT" ]]; then
 else notrun "rerail-plugin-gpu-test (not built)"; fi
 
 # ---- 3. netns rails with a fault mid-run -----------------------------------------------------------
-pull_rail() {  # rank-0 log: wait for 40 checked ops, pull host 1's rail 1 for 3 s, plug it back
+pull_rail() {  # rank-0 log: wait for 40 checked ops, fault host 1's rail 1 ($FAULT_KIND) for 3 s, heal it
   local log=$1 i out=${1%.rank0.log}.fault.txt
   for ((i = 0; i < 600; i++)); do
     [[ $(grep -c '^OK' "$log" 2>/dev/null) -ge 40 ]] && break
     sleep 0.1
   done
-  echo "fault: host 1 rail 1 down after $(grep -c '^OK' "$log") ops" >"$out"
-  RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh fail 1 1 >>"$out" 2>&1
+  echo "fault: host 1 rail 1 $FAULT_KIND after $(grep -c '^OK' "$log") ops" >"$out"
+  case $FAULT_KIND in
+    down) RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh fail 1 1 >>"$out" 2>&1 ;;
+    blackhole) RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh blackhole 1 1 >>"$out" 2>&1 ;;
+  esac
   sleep 3
   RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh heal 1 1 >>"$out" 2>&1
   echo "fault: healed after $(grep -c '^OK' "$log") ops" >>"$out"
@@ -163,18 +172,24 @@ fi
 if [[ -n "$why" ]]; then
   notrun "netns rails with a fault mid-run ($why)"
 else
-  for ((k = 1; k <= ${FAULT_RUNS:-1}; k++)); do
-    n=netns-fault$k
-    NETNS=rrgpu FAULT=pull_rail run_torch $n VALIDATE_ITERS=${VALIDATE_FAULT_ITERS:-60}; right=$?
+  k=0
+  for kind in ${FAULT_KINDS:-down blackhole}; do
+   for ((j = 1; j <= ${FAULT_RUNS:-1}; j++)); do
+    k=$((k + 1)); n=netns-fault$k-$kind
+    if [[ $kind == blackhole ]] && ! ip netns exec rrgpu-h1 iptables -w 5 -S >/dev/null 2>&1; then
+      notrun "$n: no working iptables in the namespaces"; continue
+    fi
+    FAULT_KIND=$kind NETNS=rrgpu FAULT=pull_rail run_torch $n VALIDATE_ITERS=${VALIDATE_FAULT_ITERS:-60}; right=$?
     cat "$OUT_DIR/$n.fault.txt"
     seen=0
     grep -qE 'rail rail1 to peer .* failed|\(rail rail1[^)]*\) (failed|down)' "$OUT_DIR/$n".rank*.log && seen=1
     if [[ $right -eq 0 && $seen -eq 1 ]] && grep -q 'healed' "$OUT_DIR/$n.fault.txt"; then
-      pass "$n: rail1 pulled mid-run and plugged back, rerail failed over and back, every op right ($(grep -c '^OK' "$OUT_DIR/$n.rank0.log") ops on rank 0)"
+      pass "$n: rail1 $kind mid-run and healed, rerail failed over and back, every op right ($(grep -c '^OK' "$OUT_DIR/$n.rank0.log") ops on rank 0)"
     else
       fail "$n: results right: $([[ $right -eq 0 ]] && echo yes || echo NO), rail1 failure in rerail's log: $([[ $seen -eq 1 ]] && echo yes || echo NO) (see $OUT_DIR/$n.*)"
     fi
     RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh up 2 2 >/dev/null 2>&1   # a clean fabric for the next run
+   done
   done
   RERAIL_NETNS_PREFIX=rrgpu scripts/netns-rails.sh down >/dev/null 2>&1
 fi
@@ -182,14 +197,16 @@ fi
 # ---- 4. kernels ------------------------------------------------------------------------------------
 if ! step kernels; then notrun "kernels (not in STEPS)"
 elif [[ -f "$BUILD_DIR/CTestTestfile.cmake" ]]; then
-  if ctest --test-dir "$BUILD_DIR" -R 'KernelsEmu|kernels_|Staging\.|Stager\.|GpuBuffers\.|CudaDriver\.' >"$OUT_DIR/ctest-kernels.log" 2>&1; then
+  if ctest --test-dir "$BUILD_DIR" -R 'KernelsEmu|kernels_|Staging\.|Stager\.|StagerGpu\.|GpuBuffers\.|CudaDriver\.' >"$OUT_DIR/ctest-kernels.log" 2>&1; then
     pass "kernels/staging tests ($(grep -o '[0-9]* tests passed.*' "$OUT_DIR/ctest-kernels.log"))"
   else fail "kernels/staging tests (see $OUT_DIR/ctest-kernels.log)"; fi
 else   # a copied build (binaries only): run them directly
-  for t in tests/kernels_emu_test tests/staging_test tests/stager_test kernels/rerail-kernels-gpu-test; do
+  for t in tests/kernels_emu_test tests/staging_test tests/stager_test tests/stager_gpu_test kernels/rerail-kernels-gpu-test; do
     if [[ ! -x "$BUILD_DIR/$t" ]]; then notrun "$t (not in $BUILD_DIR)"; continue; fi
-    if "$BUILD_DIR/$t" >"$OUT_DIR/$(basename "$t").log" 2>&1; then pass "$t ($(tail -1 "$OUT_DIR/$(basename "$t").log"))"
-    else fail "$t (see $OUT_DIR/$(basename "$t").log: $(grep -m1 FAIL "$OUT_DIR/$(basename "$t").log"))"; fi
+    log="$OUT_DIR/$(basename "$t").log"
+    if "$BUILD_DIR/$t" >"$log" 2>&1; then
+      pass "$t ($(grep -E '^\[  PASSED  \]|^\[  SKIPPED \] [0-9]|^PASS:' "$log" | tr -s ' \n' ' '))"
+    else fail "$t (see $log: $(grep -m1 FAIL "$log"))"; fi
   done
 fi
 GT="$BUILD_DIR/kernels/rerail-kernels-gpu-test"

@@ -1,7 +1,10 @@
 #include "staging/copy_engine.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "staging/cuda_driver.h"
 
@@ -45,16 +48,22 @@ void CpuCopyEngine::Stop() {
 }
 
 void CpuCopyEngine::Run() {
+  std::vector<std::pair<void*, void*>> streams;   // context -> this thread's stream
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     cv_.wait(lk, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;   // stopping and drained
+    if (queue_.empty()) {   // stopping and drained
+      for (auto& [ctx, stream] : streams) CudaDriver::Get().DestroyStream(ctx, stream);
+      return;
+    }
     CopyJob j = queue_.front();
     queue_.pop_front();
     lk.unlock();
     Status st;
     if (j.cuda_ctx != nullptr) {
-      st = CudaDriver::Get().Copy(j.cuda_ctx, j.dst, j.src, j.bytes);
+      auto it = std::find_if(streams.begin(), streams.end(), [&](const auto& e) { return e.first == j.cuda_ctx; });
+      if (it == streams.end()) it = streams.insert(streams.end(), {j.cuda_ctx, nullptr});
+      st = CudaDriver::Get().Copy(j.cuda_ctx, &it->second, j.dst, j.src, j.bytes);
     } else if (j.bytes) {
       std::memcpy(j.dst, j.src, j.bytes);
     }

@@ -5,8 +5,8 @@
 //   * RERAIL_FORCE_STAGING=1: host buffers too, through memcpy into the slots, so the functional
 //     and fault suites exercise the staged path on hosts without a GPU.
 //   sender:   Pack(key, payload, len) copies the payload into the stream's bounce slot (host memory:
-//             memcpy on the calling thread; GPU memory: the copy thread with the CUDA driver, waiting
-//             for the slot's ready flag) and returns the slot: the stream writes the
+//             memcpy; GPU memory: the CUDA driver, one DMA into a pinned slot from the PinnedPool;
+//             both on the calling thread) and returns the slot: the stream writes the
 //             frame from there. A stream fetches its next frame only once the previous one is fully
 //             written, so its slot is reused only after the wire is done with it. A payload that
 //             needs no staging is returned as is.
@@ -14,7 +14,8 @@
 //             dst; Land(key) unpacks the slot into dst and returns once the bytes are there (the
 //             iflush point: the chunk is reported placed only after it).
 // `key` names one stream of one link (link index * 256 + stream). One owner thread (the comm's).
-// Errors: a failed copy (CUDA error) makes Pack return nullptr and Land false; error() says why.
+// Errors: a failed copy (CUDA error) or a slot that cannot be allocated makes Pack and Divert
+// return nullptr and Land false; error() says why.
 #pragma once
 
 #include <atomic>
@@ -24,9 +25,10 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "staging/copy_engine.h"
+#include "rerail/status.h"
 
 namespace rr::staging {
 
@@ -56,11 +58,35 @@ class GpuBuffers {
   std::vector<Range> ranges_;
 };
 
+// Page-locked bounce slots for GPU chunks, process-wide, pinned once at init (Plugin::Init when GPU
+// buffers are offered) and never unpinned. Not at first use: on an H200, cuMemHostRegister from
+// NCCL's proxy thread inside a collective never returned (the driver waited for the device, whose
+// NCCL kernel spun for the very chunk that thread was about to copy). A stager takes one slot per
+// stream of a link it sends or receives GPU chunks on and gives it back when it goes; beyond the
+// pool, chunks go through pageable slots (correct, slower). Thread-safe.
+class PinnedPool {
+ public:
+  static PinnedPool& Get();
+  // Pins `count` more slots of `bytes` each: one allocation, one cuMemHostRegister through ctx.
+  Status Grow(void* ctx, std::size_t bytes, std::size_t count);
+  // A free slot of at least len bytes (its size in *cap), or nullptr when none is.
+  uint8_t* Take(std::size_t len, std::size_t* cap);
+  void Give(uint8_t* p, std::size_t cap);
+  std::size_t free_slots() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<uint8_t*, std::size_t>> free_;
+};
+
 class Stager {
  public:
   // nullptr unless RERAIL_FORCE_STAGING=1 or GPU buffers are offered.
   static std::unique_ptr<Stager> FromParams();
   explicit Stager(bool force_host) : force_host_(force_host) {}
+  ~Stager();
+  Stager(const Stager&) = delete;
+  Stager& operator=(const Stager&) = delete;
 
   const uint8_t* Pack(int key, const uint8_t* payload, std::size_t len);
   uint8_t* Divert(int key, uint8_t* dst, std::size_t len);
@@ -71,23 +97,28 @@ class Stager {
   Status Place(void* dst, const void* src, std::size_t len);
   uint64_t staged_bytes() const { return staged_; }
   uint64_t gpu_bytes() const { return gpu_; }
+  // Slots taken from the PinnedPool (0 where none was used for GPU memory or the pool was empty).
+  std::size_t pinned_slots() const;
   const Status& error() const { return error_; }
 
  private:
   struct Slot {
-    std::vector<uint8_t> buf;
+    uint8_t* buf = nullptr;   // page-aligned, cap bytes
+    std::size_t cap = 0;
+    bool pinned = false;      // from the PinnedPool (else aligned_alloc'd, pageable)
     uint8_t* dst = nullptr;   // receiver: the posted buffer the slot lands in
     std::size_t len = 0;
     void* ctx = nullptr;      // receiver: dst is GPU memory of this context
-    std::atomic<uint64_t> flag{0};
-    uint64_t ticket = 0;
   };
-  Slot& Get(int key, std::size_t len);
-  bool Copy(Slot& s, void* dst, const void* src, std::size_t len, void* ctx);
+  // The stream's slot with room for len bytes, a pinned one from the pool if gpu_ctx is set and the
+  // pool has one; nullptr (error_ says why) when memory runs out.
+  Slot* Get(int key, std::size_t len, void* gpu_ctx);
+  void Release(Slot& s);
+  bool Copy(void* dst, const void* src, std::size_t len, void* ctx);
 
   bool force_host_;
-  CpuCopyEngine engine_;
   std::unordered_map<int, std::unique_ptr<Slot>> slots_;
+  std::vector<std::pair<void*, void*>> streams_;   // context -> the stream this stager copies on
   uint64_t staged_ = 0;
   uint64_t gpu_ = 0;
   Status error_;

@@ -21,3 +21,8 @@ if(RERAIL_CUDA)
   set_tests_properties(plugin_gpu PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77
                        ENVIRONMENT "RERAIL_TCP_IFNAME=lo")
 endif()
+if(RERAIL_CUDA)
+  # The stager with cudaMalloc'd buffers (pinned slots, byte-exact, the caller's context kept); skips without a GPU.
+  rerail_gtest(stager_gpu_test SOURCES ${CMAKE_SOURCE_DIR}/tests/gpu/stager_gpu_test.cc
+               LIBS rerail_staging CUDA::cudart_static ${CMAKE_DL_LIBS} LABELS unit TIMEOUT 120)
+endif()

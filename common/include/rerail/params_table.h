@@ -97,6 +97,7 @@
   RR_PARAM(Rootless, "ROOTLESS", kBool, "0", "", "", "Ask frameworks to use rootless, store-less init (alias HPCT_USE_ROOTLESS)") \
   RR_PARAM(BootTimeoutMs, "BOOT_TIMEOUT_MS", kInt, "120000", "ms", "100:86400000", "Deadline of the rootless exchange (peers are retried until then)") \
   RR_PARAM(NcclLib, "NCCL_LIB", kString, "libnccl.so.2", "", "", "libnccl the bootstrap resolves at run time (dlopen name or path)") \
-  RR_PARAM(ForceStaging, "FORCE_STAGING", kBool, "0", "", "", "Send and receive every chunk through the CPU staging backend (bounce slots, copy thread); for tests of the staged path. Also offers GPU buffers (as RERAIL_GPU_BUFFERS=1)") \
-  RR_PARAM(GpuBuffers, "GPU_BUFFERS", kBool, "0", "", "", "Advertise NCCL_PTR_CUDA when the CUDA driver works: NCCL may then hand GPU buffers (GDR, if NCCL_NET_GDR_LEVEL allows), staged through host slots by the driver's copies; 0: host buffers only (NCCL stages)")
+  RR_PARAM(ForceStaging, "FORCE_STAGING", kBool, "0", "", "", "Send and receive every chunk through the CPU staging backend (bounce slots); for tests of the staged path. Also offers GPU buffers (as RERAIL_GPU_BUFFERS=1)") \
+  RR_PARAM(GpuBuffers, "GPU_BUFFERS", kBool, "0", "", "", "Advertise NCCL_PTR_CUDA when the CUDA driver works: NCCL may then hand GPU buffers (GDR, if NCCL_NET_GDR_LEVEL allows), staged through host slots by the driver's copies; 0: host buffers only (NCCL stages)") \
+  RR_PARAM(StagingSlots, "STAGING_SLOTS", kInt, "0", "slots", "0:65536", "Experimental: page-locked bounce slots of RERAIL_CHUNK_SIZE bytes pinned at init when GPU buffers are offered (a slot per stream of a link in use; beyond them, and at 0, GPU chunks are copied from pageable slots). Faster alone (0.80 vs 0.52 of host buffers on an H200) but NCCL runs through them hung there: keep 0")
 // NOLINTEND
