@@ -36,8 +36,7 @@ CudaDriver::CudaDriver() {
       !Sym(h, "cuPointerGetAttribute", &pointer_get_attribute_) || !Sym(h, "cuMemcpyAsync", &memcpy_async_) ||
       !Sym(h, "cuStreamCreate", &stream_create_) || !Sym(h, "cuStreamSynchronize", &stream_synchronize_) ||
       !(Sym(h, "cuStreamDestroy_v2", &stream_destroy_) || Sym(h, "cuStreamDestroy", &stream_destroy_)) ||
-      !(Sym(h, "cuMemHostRegister_v2", &host_register_) || Sym(h, "cuMemHostRegister", &host_register_)) ||
-      !Sym(h, "cuMemHostUnregister", &host_unregister_)) {
+      !(Sym(h, "cuMemHostRegister_v2", &host_register_) || Sym(h, "cuMemHostRegister", &host_register_))) {
     why_ = "libcuda.so.1 lacks a driver entry point the staging path needs";
     return;
   }
@@ -134,12 +133,6 @@ Status CudaDriver::PinHost(void* ctx, void* p, std::size_t bytes) const {
   constexpr unsigned kPortable = 1;   // CU_MEMHOSTREGISTER_PORTABLE: pinned for every context
   if (CUresult e = host_register_(p, bytes, kPortable)) return Status(Code::kUnhandledCuda, Error("cuMemHostRegister", e));
   return Status::Ok();
-}
-
-void CudaDriver::UnpinHost(void* ctx, void* p) const {
-  if (!available_ || p == nullptr) return;
-  CurrentContext cur(ctx, ctx_get_current_, ctx_set_current_);
-  if (cur.error() == 0) host_unregister_(p);
 }
 
 }  // namespace rr::staging
