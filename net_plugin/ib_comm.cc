@@ -13,6 +13,7 @@ namespace rr::net {
 namespace {
 constexpr uint64_t kAckLingerMs = 1000;    // a closing receiver, for its queued acks
 constexpr uint64_t kListenPollNs = 2'000'000;  // how often a recv comm looks for its TCP link
+constexpr uint64_t kQuietListenPollNs = 100'000'000;  // ... before a hello announced one
 
 // Port events the monitor published since the comm last looked, handed to its driver.
 template <typename Driver>
@@ -344,10 +345,13 @@ IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Lin
 // bootstrap's end = the sender closed (or died): handled after the pass, so what its QPs delivered
 // before is placed first.
 // The sender's TCP link (ib_tcp_fallback.h): link >= 1 of this connection on the listener; each
-// (re)connection replaces the one before. Looked for every kListenPollNs, as TCP comms do.
+// (re)connection replaces the one before. Looked for every kListenPollNs, as TCP comms do, once a hello
+// said the sender has one (kIbHelloFlagTcpLink); before that only every kQuietListenPollNs (a sender whose
+// IB links could not even send a hello still dials its TCP link), so a comm without one costs no syscall
+// per call.
 void IbRecvComm::PollTcpLinks(uint64_t now) {
   if (!more_ || now < next_more_poll_ns_) return;
-  next_more_poll_ns_ = now + kListenPollNs;
+  next_more_poll_ns_ = now + (tcp_announced_ ? kListenPollNs : kQuietListenPollNs);
   for (;;) {
     std::unique_ptr<Link> link;
     Status st = more_->Poll(&link);
@@ -382,6 +386,7 @@ Status IbRecvComm::Progress() {
     closed = boot_.Next(&h, &got);
     if (!closed.ok()) break;
     if (!got) break;
+    if ((h.flags & ib::kIbHelloFlagTcpLink) != 0 && !tcp_announced_) tcp_announced_ = true, next_more_poll_ns_ = 0;
     ib::IbLinkHello answer{};
     Status st = drv_.Accept(now, h, &answer);
     if (!st.ok()) {

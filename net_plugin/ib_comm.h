@@ -43,8 +43,9 @@
 //   * RERAIL_IB_TCP_FALLBACK: the send comm's core has one more link after the IB links, over TCP, used
 //     only while no IB link is usable (ib_tcp_fallback.h). The listener routes incoming TCP links by
 //     connection id (ListenHub): the first one of a connection is its bootstrap stream (link 0, one
-//     stream), the others (link >= 1) go to that connection's recv comm as its TCP link. The TCP link
-//     has no board slot (its rail slot is past the IB devices'; the board ignores it).
+//     stream), the others (link >= 1) go to that connection's recv comm as its TCP link (looked for every
+//     2 ms once a hello carried kIbHelloFlagTcpLink, every 100 ms before). The TCP link's events skip the
+//     board (it has slots for the IB devices only); the profiler gets them with rail = its load slot.
 //   * Not done yet (net_plugin/README.md "IB in the plugin"): a timeout on an unanswered handshake.
 #pragma once
 
@@ -177,6 +178,7 @@ class IbRecvComm final : public Comm, private CoreObserver {
   std::vector<uint64_t> rail_gen_;
   std::unique_ptr<Listener> more_;
   uint64_t next_more_poll_ns_ = 0;
+  bool tcp_announced_ = false;  // a hello said the sender has a TCP link (kIbHelloFlagTcpLink)
   std::unique_ptr<IbTcpRecvLink> tcp_;  // the TCP link, once one arrived (the driver runs it)
   IbBootstrap boot_;
   bool boot_dead_ = false;  // ended: the sender closed; the links were told (OnPeerClosed)

@@ -163,7 +163,7 @@ void IbSendDriver::Connect(uint64_t now, int idx, uint32_t epoch) {
   if (st.ok()) {
     hello.magic = kIbHelloMagic;
     hello.version = core_->grouped() ? kIbHelloVersionGrouped : kIbHelloVersion;
-    hello.flags = core_->grouped() ? kIbHelloFlagGrouped : 0;
+    hello.flags = static_cast<uint16_t>((core_->grouped() ? kIbHelloFlagGrouped : 0) | (side_.empty() ? 0 : kIbHelloFlagTcpLink));
     hello.link = static_cast<uint8_t>(idx);
     hello.streams = static_cast<uint8_t>(cfg_.streams);
     hello.conn_id = core_->conn_id();
