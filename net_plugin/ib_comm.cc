@@ -12,6 +12,8 @@ namespace rr::net {
 
 namespace {
 constexpr uint64_t kAckLingerMs = 1000;    // a closing receiver, for its queued acks
+constexpr uint64_t kListenPollNs = 2'000'000;  // how often a recv comm looks for its TCP link
+constexpr uint64_t kQuietListenPollNs = 100'000'000;  // ... before a hello announced one
 
 // Port events the monitor published since the comm last looked, handed to its driver.
 template <typename Driver>
@@ -46,13 +48,23 @@ void BoardBytes(rails::BoardWriter* board, const std::vector<uint64_t>& counted,
   }
 }
 
-std::vector<SendCore::LinkSpec> Specs(const IbContext& ib, const std::vector<ib::IbSendLinkSpec>& plan) {
+std::vector<SendCore::LinkSpec> Specs(const IbContext& ib, const std::vector<ib::IbSendLinkSpec>& plan,
+                                      const IbTcpPlan& tcp) {
   std::vector<SendCore::LinkSpec> out;
   for (const auto& p : plan) {
     SendCore::LinkSpec s;
     s.rail = p.rail;
     s.nominal_bps = ib.info[p.rail].speed_mbps * 1e6;
     s.name = "ib " + ib.info[p.rail].name + " to peer rail " + std::to_string(p.peer_rail);
+    out.push_back(std::move(s));
+  }
+  if (tcp.transport != nullptr) {  // the last resort (ib_tcp_fallback.h)
+    const DeviceInfo& d = tcp.transport->Device(tcp.dev);
+    SendCore::LinkSpec s;
+    s.rail = IbTcpRail(tcp.dev);
+    s.nominal_bps = d.speed_mbps > 0 ? d.speed_mbps * 1e6 : 1e9;
+    s.name = "tcp fallback " + d.name + " to " + tcp.remote.ToString();
+    s.last_resort = true;
     out.push_back(std::move(s));
   }
   return out;
@@ -147,10 +159,24 @@ Status IbBootstrap::Next(ib::IbLinkHello* h, bool* got) {
 // ---- IbSendComm
 
 IbSendComm::IbSendComm(const ConnConfig& cfg, IbContext* ib, uint64_t conn_id, std::vector<ib::IbSendLinkSpec> plan,
-                       std::unique_ptr<Connector> boot)
-    : Comm(kIbSendCommMagic), cfg_(cfg), ib_(ib), rail_gen_(RailGens(cfg.rails, ib->devs.size())), plan_(std::move(plan)),
-      connector_(std::move(boot)), answers_(plan_.size()) {
+                       std::unique_ptr<Connector> boot, IbTcpPlan tcp)
+    : Comm(kIbSendCommMagic), cfg_(cfg), ib_(ib), tcp_(std::move(tcp)), rail_gen_(RailGens(cfg.rails, ib->devs.size())),
+      plan_(std::move(plan)), connector_(std::move(boot)), answers_(plan_.size()) {
   conn_id_ = conn_id;
+  // The TCP link dials once the receiver answered on the bootstrap (its comm exists, so the listener
+  // routes the TCP link to it), or after the connect grace (every IB port of this side down: no hello
+  // goes out, no answer comes; the listener holds a TCP link that overtook its bootstrap).
+  tcp_.may_dial = [this] { return boot_heard_ || NowNs() - boot_ns_ > cfg_.connect_grace_ns; };
+  tcp_report_cfg_ = cfg_;
+  tcp_report_cfg_.board = nullptr;  // the board has slots for the IB devices only
+}
+
+int IbSendComm::RailOf(int link) const {
+  return link < static_cast<int>(plan_.size()) ? plan_[link].rail : IbTcpRail(tcp_.dev);
+}
+
+const ConnConfig& IbSendComm::ReportCfg(int link) const {
+  return link < static_cast<int>(plan_.size()) ? cfg_ : tcp_report_cfg_;
 }
 
 IbSendComm::~IbSendComm() {
@@ -165,15 +191,21 @@ Status IbSendComm::PollConnect(bool* ready) {
     if (!link) return Status::Ok();
     connector_.reset();
     boot_ = std::make_unique<IbBootstrap>(std::move(link));
-    core_ = std::make_unique<SendCore>(cfg_.core(), conn_id_, Specs(*ib_, plan_), static_cast<CoreObserver*>(this), NowNs());
+    core_ = std::make_unique<SendCore>(cfg_.core(), conn_id_, Specs(*ib_, plan_, tcp_), static_cast<CoreObserver*>(this),
+                                       NowNs());
     drv_ = std::make_unique<ib::IbSendDriver>(core_.get(), plan_, ib_->link, cfg_.chunk,
                                                  static_cast<ib::IbDialer*>(this));
-    RR_INFO(log::kFlagNet, "conn %016lx: IB bootstrap %s, %zu link(s)", static_cast<unsigned long>(conn_id_),
-            boot_->link().Describe().c_str(), plan_.size());
+    if (tcp_.transport != nullptr) drv_->AddSideLink(std::make_unique<IbTcpSendLink>(tcp_));
+    RR_INFO(log::kFlagNet, "conn %016lx: IB bootstrap %s, %zu link(s)%s", static_cast<unsigned long>(conn_id_),
+            boot_->link().Describe().c_str(), plan_.size(), tcp_.transport != nullptr ? " + a TCP fallback link" : "");
     boot_ns_ = NowNs();
   }
   RR_CHECK(Progress());  // the hellos go out, their answers come in
   for (size_t i = 0; i < plan_.size() && !*ready; ++i) *ready = drv_->connected(static_cast<int>(i));
+  if (!*ready && tcp_.transport != nullptr && drv_->connected(static_cast<int>(plan_.size())) &&
+      NowNs() - boot_ns_ > cfg_.connect_grace_ns) {
+    *ready = true;  // every IB port down at connect: the TCP link carries until one comes up
+  }
   if (!*ready && ConnectTimedOut(boot_ns_)) *ready = true;
   return Status::Ok();
 }
@@ -189,6 +221,7 @@ Status IbSendComm::PumpBoot() {
     ib::IbLinkHello h;
     RR_CHECK(boot_->Next(&h, &got));
     if (!got) break;
+    boot_heard_ = true;
     if (h.link >= answers_.size()) return Status::Remote("IB handshake answer for unknown link " + std::to_string(h.link));
     if (h.magic == ib::kIbHelloMagic && h.streams == 0) {  // the receiver dropped this link (ib_wire.h, version 3)
       if (core_) core_->OnPeerDroppedLink(NowNs(), h.link, h.epoch);
@@ -235,22 +268,22 @@ Status IbSendComm::Progress() {
 
 void IbSendComm::OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link,
                             uint64_t stall_ns, bool was_probing) {
-  ReportFailover(cfg_, plan_[link].rail, to_link >= 0 ? plan_[to_link].rail : -1, why, bytes, chunks, stall_ns,
+  ReportFailover(ReportCfg(link), RailOf(link), to_link >= 0 ? RailOf(to_link) : -1, why, bytes, chunks, stall_ns,
                  was_probing);
 }
 
 void IbSendComm::OnRetransmit(int to_link, uint64_t bytes, uint64_t chunks) {
-  ReportRetransmit(cfg_, plan_[to_link].rail, bytes, chunks);
+  ReportRetransmit(ReportCfg(to_link), RailOf(to_link), bytes, chunks);
 }
 
-void IbSendComm::OnFailback(int link) { ReportFailback(cfg_, plan_[link].rail); }
+void IbSendComm::OnFailback(int link) { ReportFailback(ReportCfg(link), RailOf(link)); }
 
 void IbSendComm::OnLinkState(int link, LinkState from, LinkState to, const std::string& why) {
-  ReportLinkState(cfg_, plan_[link].rail, from, to, why);
+  ReportLinkState(ReportCfg(link), RailOf(link), from, to, why);
 }
 
 void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
-  if (cfg_.board) cfg_.board->SetBandwidth(plan_[link].rail, bytes_per_s);
+  if (ReportCfg(link).board) cfg_.board->SetBandwidth(RailOf(link), bytes_per_s);
 }
 
 Status IbSendComm::Isend(const void* data, size_t size, int tag, ib::MrHandle* mh, void* phandle, Request** req) {
@@ -297,10 +330,11 @@ IbRecvComm::~IbRecvComm() {
   while (!drv_.Quiet() && core_.state() == ConnState::kActive && !dl.Expired()) (void)Progress();
 }
 
-IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot)
+IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot, std::unique_ptr<Listener> more)
     : Comm(kIbRecvCommMagic),
       cfg_(cfg),
       rail_gen_(RailGens(cfg.rails, ib->devs.size())),
+      more_(std::move(more)),
       boot_(std::move(boot)),
       core_(cfg.core(), boot_.link().identity().conn_id, boot_.link().identity().chunk_size, this),
       drv_(&core_, ib->rails(), ib->link) {
@@ -310,15 +344,49 @@ IbRecvComm::IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Lin
 // Answers every hello that arrived (a refusal = the hello back with magic 0), then one driver pass. The
 // bootstrap's end = the sender closed (or died): handled after the pass, so what its QPs delivered
 // before is placed first.
+// The sender's TCP link (ib_tcp_fallback.h): link >= 1 of this connection on the listener; each
+// (re)connection replaces the one before. Looked for every kListenPollNs, as TCP comms do, once a hello
+// said the sender has one (kIbHelloFlagTcpLink); before that only every kQuietListenPollNs (a sender whose
+// IB links could not even send a hello still dials its TCP link), so a comm without one costs no syscall
+// per call.
+void IbRecvComm::PollTcpLinks(uint64_t now) {
+  if (!more_ || now < next_more_poll_ns_) return;
+  next_more_poll_ns_ = now + (tcp_announced_ ? kListenPollNs : kQuietListenPollNs);
+  for (;;) {
+    std::unique_ptr<Link> link;
+    Status st = more_->Poll(&link);
+    if (!st.ok()) {
+      RR_WARN("conn %016lx: polling for the TCP link: %s", static_cast<unsigned long>(conn_id_), st.ToString().c_str());
+      return;
+    }
+    if (!link) return;
+    const int idx = link->identity().link;
+    if (idx < 1 || (tcp_ && tcp_->link() != idx)) {
+      RR_WARN("conn %016lx: refused a TCP link (%s, link %d): an IB connection has one TCP link after its IB links",
+              static_cast<unsigned long>(conn_id_), link->Describe().c_str(), idx);
+      continue;
+    }
+    if (!tcp_) {
+      tcp_ = std::make_unique<IbTcpRecvLink>(&core_, idx);
+      drv_.AddSideLink(tcp_.get());
+    }
+    if (!tcp_->Attach(std::move(link), now)) {
+      RR_WARN("conn %016lx: refused a stale TCP link %d", static_cast<unsigned long>(conn_id_), idx);
+    }
+  }
+}
+
 Status IbRecvComm::Progress() {
   FeedRails(cfg_.rails, &rail_gen_, &drv_);
   uint64_t now = NowNs();
+  PollTcpLinks(now);
   Status closed;
   for (bool got = !boot_dead_; got;) {
     ib::IbLinkHello h;
     closed = boot_.Next(&h, &got);
     if (!closed.ok()) break;
     if (!got) break;
+    if ((h.flags & ib::kIbHelloFlagTcpLink) != 0 && !tcp_announced_) tcp_announced_ = true, next_more_poll_ns_ = 0;
     ib::IbLinkHello answer{};
     Status st = drv_.Accept(now, h, &answer);
     if (!st.ok()) {
@@ -425,17 +493,83 @@ Status IbRecvComm::Test(Request* r, int* done, int* size) {
 
 // ---- IbListenComm
 
+namespace {
+// A recv comm's further TCP links: those that arrived before its bootstrap stream, then the hub's.
+class EarlyFirst final : public Listener {
+ public:
+  EarlyFirst(std::deque<std::unique_ptr<Link>> early, std::unique_ptr<Listener> rest)
+      : early_(std::move(early)), rest_(std::move(rest)) {}
+  Status Poll(std::unique_ptr<Link>* out) override {
+    if (early_.empty()) return rest_->Poll(out);
+    *out = std::move(early_.front());
+    early_.pop_front();
+    return Status::Ok();
+  }
+
+ private:
+  std::deque<std::unique_ptr<Link>> early_;
+  std::unique_ptr<Listener> rest_;
+};
+
+// An IB sender's bootstrap: link 0, one stream. A TCP-mode sender's links have RERAIL_TCP_STREAMS.
+bool IsBootstrap(const Link& l) { return l.identity().link == 0 && l.streams() == 1; }
+
+void RefuseTcpModeSender(const Link& l) {
+  RR_WARN("refused %s: %d streams, link %d, not an IB bootstrap stream: the sender does not use RERAIL_TRANSPORT=ib "
+          "(both ends must)", l.Describe().c_str(), l.streams(), l.identity().link);
+}
+}  // namespace
+
+Status IbListenComm::NextBootstrap(std::unique_ptr<Link>* boot, std::deque<std::unique_ptr<Link>>* early) {
+  for (size_t i = 0; i < early_.size(); ++i) {  // connections waiting for their bootstrap (claimed in the hub)
+    Early& e = early_[i];
+    std::unique_ptr<Link> l;
+    RR_CHECK(hub_->PollConn(e.conn, &l));
+    bool done = false;
+    if (l && IsBootstrap(*l)) {
+      *boot = std::move(l);
+      *early = std::move(e.links);
+      done = true;
+    } else if (l && l->identity().link == 0) {
+      RefuseTcpModeSender(*l);
+      done = true;
+    } else if (l) {
+      e.links.push_back(std::move(l));
+    } else if (ConnectTimedOut(e.since_ns)) {
+      RR_WARN("conn %016lx: closed %zu TCP link(s) whose IB bootstrap stream did not come within RERAIL_CONNECT_TIMEOUT_MS",
+              static_cast<unsigned long>(e.conn), e.links.size());
+      done = true;
+    }
+    if (!done) continue;
+    if (!*boot) hub_->Release(e.conn);  // its other links are closed too
+    early_.erase(early_.begin() + static_cast<long>(i));
+    return Status::Ok();
+  }
+  std::unique_ptr<Link> link;
+  RR_CHECK(hub_->PollNew(&link));
+  if (!link) return Status::Ok();
+  if (IsBootstrap(*link)) {
+    *boot = std::move(link);
+  } else if (link->identity().link != 0) {  // a TCP link ahead of its bootstrap
+    const uint64_t conn = link->identity().conn_id;
+    early_.push_back(Early{conn, {}, NowNs()});
+    early_.back().links.push_back(std::move(link));
+  } else {
+    RefuseTcpModeSender(*link);
+    hub_->Release(link->identity().conn_id);
+  }
+  return Status::Ok();
+}
+
 Status IbListenComm::Accept(std::unique_ptr<IbRecvComm>* out) {
   if (!pending_) {
-    std::unique_ptr<Link> link;
-    RR_CHECK(listener_->Poll(&link));
-    if (!link) return Status::Ok();
-    if (link->streams() != 1) {  // an IB sender's bootstrap has one stream; a TCP link RERAIL_TCP_STREAMS
-      RR_WARN("refused %s: %d streams, not an IB bootstrap stream: the sender does not use RERAIL_TRANSPORT=ib "
-              "(both ends must)", link->Describe().c_str(), link->streams());
-      return Status::Ok();
-    }
-    pending_ = std::make_unique<IbRecvComm>(cfg_, ib_, std::move(link));
+    std::unique_ptr<Link> boot;
+    std::deque<std::unique_ptr<Link>> early;
+    RR_CHECK(NextBootstrap(&boot, &early));
+    if (!boot) return Status::Ok();
+    const uint64_t conn = boot->identity().conn_id;
+    pending_ = std::make_unique<IbRecvComm>(
+        cfg_, ib_, std::move(boot), std::make_unique<EarlyFirst>(std::move(early), std::make_unique<HubListener>(hub_, conn)));
     pending_ns_ = NowNs();
   }
   // An error (the sender went away) is the recv comm's to report, at its first call.
@@ -445,6 +579,6 @@ Status IbListenComm::Accept(std::unique_ptr<IbRecvComm>* out) {
   return Status::Ok();
 }
 
-bool IbRecvComm::AnyLinkUp() const { return drv_.AnyLinkUp(); }
+bool IbRecvComm::AnyLinkUp() const { return drv_.AnyLinkUp() || (tcp_ && tcp_->up()); }
 
 }  // namespace rr::net

@@ -40,6 +40,12 @@
 //     IO spans of every isend / irecv with a step handle, the send comms' failover / retransmit /
 //     failback / rail-state events and the receive comms' failover events, as SendComm / RecvComm
 //     emit them.
+//   * RERAIL_IB_TCP_FALLBACK: the send comm's core has one more link after the IB links, over TCP, used
+//     only while no IB link is usable (ib_tcp_fallback.h). The listener routes incoming TCP links by
+//     connection id (ListenHub): the first one of a connection is its bootstrap stream (link 0, one
+//     stream), the others (link >= 1) go to that connection's recv comm as its TCP link (looked for every
+//     2 ms once a hello carried kIbHelloFlagTcpLink, every 100 ms before). The TCP link's events skip the
+//     board (it has slots for the IB devices only); the profiler gets them with rail = its load slot.
 //   * Not done yet (net_plugin/README.md "IB in the plugin"): a timeout on an unanswered handshake.
 #pragma once
 
@@ -50,6 +56,8 @@
 #include <vector>
 
 #include "conn.h"
+#include "ib_tcp_fallback.h"
+#include "listen_hub.h"
 #include "transports/ib/ib_device.h"
 #include "transports/ib/ib_devices.h"
 #include "transports/ib/ib_events.h"
@@ -97,13 +105,15 @@ class IbBootstrap {
 
 class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer {
  public:
-  // plan: the links (local device, listener rail); boot: the bootstrap stream being connected.
+  // plan: the links (local device, listener rail); boot: the bootstrap stream being connected; tcp: the
+  // TCP link after the IB links (RERAIL_IB_TCP_FALLBACK; transport null: none).
   IbSendComm(const ConnConfig& cfg, IbContext* ib, uint64_t conn_id, std::vector<ib::IbSendLinkSpec> plan,
-             std::unique_ptr<Connector> boot);
+             std::unique_ptr<Connector> boot, IbTcpPlan tcp);
   ~IbSendComm() override;
   // NCCL's connect polling: *ready once a link is up, i.e. the receiver answered a hello (as NCCL's
   // own IB connect waits for the remote QP info), or RERAIL_CONNECT_TIMEOUT_MS after the bootstrap
-  // stream came up without one (the core's give-up rules then decide).
+  // stream came up without one (the core's give-up rules then decide); with a TCP link, also once it
+  // was up for the connect grace (1 s) with no IB link (every IB port down at connect).
   Status PollConnect(bool* ready);
   // phandle: NCCL's profiler step handle (may be NULL), as SendComm::Isend.
   // tag: NCCL's (grouped receives, core.h).
@@ -122,9 +132,15 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
   Status PumpBoot();  // the answers that arrived, into answers_; an error = the bootstrap ended
   Status Dial(uint64_t now, const ib::IbLinkHello& hello, ib::IbLinkHello* answer, bool* answered) override;
   Status Poll(uint64_t now, int link, ib::IbLinkHello* answer, bool* answered) override;
+  int RailOf(int link) const;  // the local rail (board slot, profiler rail) of a core link
+  // The config its reports go through: the TCP link's have no board (its rail has no slot there).
+  const ConnConfig& ReportCfg(int link) const;
 
   ConnConfig cfg_;
   IbContext* ib_;
+  IbTcpPlan tcp_;           // transport null: no TCP link
+  ConnConfig tcp_report_cfg_;
+  bool boot_heard_ = false; // the receiver answered on the bootstrap: its comm exists (the TCP link may dial)
   std::vector<uint64_t> rail_gen_;  // RailSignals generation per IB device when last looked at
   std::vector<ib::IbSendLinkSpec> plan_;
   std::unique_ptr<Connector> connector_;
@@ -139,25 +155,31 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
 
 class IbRecvComm final : public Comm, private CoreObserver {
  public:
-  IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot);
+  // more: the connection's further TCP links (ListenHub), i.e. its TCP link (RERAIL_IB_TCP_FALLBACK).
+  IbRecvComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Link> boot, std::unique_ptr<Listener> more);
   // Drives I/O (bounded) until the control frames already queued (the last acks) went out.
   ~IbRecvComm() override;
   // n buffers (n > 1: a grouped receive, core.h), mhs[k] registering data[k].
   Status Irecv(int n, void* const* data, const size_t* caps, const int* tags, ib::MrHandle* const* mhs, void* phandle,
                Request** req);
   Status Test(Request* r, int* done, int* size) override;
-  // Answers the hellos that arrived (IbListenComm::Accept drives it before handing the comm out);
-  // true once a link is up.
+  // Answers the hellos that arrived (IbListenComm::Accept drives it before handing the comm out).
   Status Progress();
+  // An IB link is up, or the TCP link (every IB port down at connect: the sender's connect returned too).
   bool AnyLinkUp() const;
 
  private:
   // CoreObserver: the profiler's receiver-side failover event (rail = the link's local IB device).
   void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
                   bool was_probing) override;
+  void PollTcpLinks(uint64_t now);  // attaches (re)connections of the TCP link
 
   ConnConfig cfg_;
   std::vector<uint64_t> rail_gen_;
+  std::unique_ptr<Listener> more_;
+  uint64_t next_more_poll_ns_ = 0;
+  bool tcp_announced_ = false;  // a hello said the sender has a TCP link (kIbHelloFlagTcpLink)
+  std::unique_ptr<IbTcpRecvLink> tcp_;  // the TCP link, once one arrived (the driver runs it)
   IbBootstrap boot_;
   bool boot_dead_ = false;  // ended: the sender closed; the links were told (OnPeerClosed)
   RecvCore core_;
@@ -168,7 +190,10 @@ class IbRecvComm final : public Comm, private CoreObserver {
 class IbListenComm {
  public:
   IbListenComm(const ConnConfig& cfg, IbContext* ib, std::unique_ptr<Listener> l)
-      : magic_(kIbListenCommMagic), cfg_(cfg), ib_(ib), listener_(std::move(l)) {}
+      : magic_(kIbListenCommMagic), cfg_(cfg), ib_(ib), hub_(std::make_shared<ListenHub>(std::move(l))) {}
+  ~IbListenComm() { hub_->StopAccepting(); }
+  IbListenComm(const IbListenComm&) = delete;
+  IbListenComm& operator=(const IbListenComm&) = delete;
   uint32_t magic() const { return magic_; }
   // One more connection per call once its bootstrap stream arrived and a link is up (its hello
   // answered here: the sender's connect waits for that), or RERAIL_CONNECT_TIMEOUT_MS after the
@@ -178,12 +203,23 @@ class IbListenComm {
   Status Accept(std::unique_ptr<IbRecvComm>* out);
 
  private:
+  // The next bootstrap stream (a new connection's link 0, one stream); a TCP link that overtook its
+  // bootstrap waits in early_ for it (the sender dials it once the bootstrap was answered, or after the
+  // connect grace: a bootstrap delayed longer on the network comes second).
+  Status NextBootstrap(std::unique_ptr<Link>* boot, std::deque<std::unique_ptr<Link>>* early);
+  struct Early {
+    uint64_t conn;
+    std::deque<std::unique_ptr<Link>> links;
+    uint64_t since_ns;
+  };
+
   uint32_t magic_;  // first member: read before the object is trusted (plugin.cc)
   ConnConfig cfg_;
   IbContext* ib_;
-  std::unique_ptr<Listener> listener_;
+  std::shared_ptr<ListenHub> hub_;  // every TCP stream of this handle, by connection (listen_hub.h)
   std::unique_ptr<IbRecvComm> pending_;  // accepted bootstrap, no link up yet
   uint64_t pending_ns_ = 0;
+  std::deque<Early> early_;
 };
 
 }  // namespace rr::net

@@ -108,7 +108,19 @@ Status Plugin::IbConnect(int dev, const Handle& h, const void* handle, void** se
     id.nstreams = 1;
     std::unique_ptr<Connector> boot;
     RR_CHECK(transport_->Connect(tcp_dev, h.addrs[0].addr, id, &boot));
-    it = ib_connecting_.emplace(key, std::make_unique<IbSendComm>(cfg_, ib_, conn_id, std::move(plan), std::move(boot))).first;
+    IbTcpPlan tcp;  // RERAIL_IB_TCP_FALLBACK: a TCP link to the bootstrap address after the IB links
+    if (Params::Bool(ParamId::IbTcpFallback)) {
+      tcp.transport = transport_.get();
+      tcp.dev = tcp_dev;
+      tcp.remote = h.addrs[0].addr;
+      tcp.remote_rail = 0;
+      tcp.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
+      tcp.nonce = h.nonce;
+      tcp.chunk = cfg_.chunk;
+      tcp.grouped = cfg_.max_recvs > 1;
+    }
+    it = ib_connecting_.emplace(key, std::make_unique<IbSendComm>(cfg_, ib_, conn_id, std::move(plan), std::move(boot),
+                                                                  std::move(tcp))).first;
   }
   bool ready = false;
   Status st = static_cast<IbSendComm*>(it->second.get())->PollConnect(&ready);

@@ -120,6 +120,19 @@
 //   In grouped mode a sender never sends before the receive is posted, so eager messages never reach
 //   a receiver unposted (the stash stays empty); they still complete once written.
 //
+// Last-resort links (an IB comm's TCP link to the same peer, RERAIL_IB_TCP_FALLBACK; issue 12)
+//   A link whose LinkSpec says last_resort is connected, heartbeated, sampled and failed back like any
+//   other, but the scheduler gives it chunks (fresh or re-sent) only while no other link is usable:
+//   the policy (stripe / failover) chooses among the preferred links, and the last resort stands in
+//   for all of them. A re-send after the last preferred link failed goes to it, so nothing is lost;
+//   the first preferred link that is usable again (its probe answered) takes the next chunk. Because
+//   it is a live link, the last preferred link is failed for a stall or a rail event like any other
+//   (the core keeps only the last LIVE link). The driver of a link whose transport can write into
+//   memory after a failure (RDMA) still fences: a failed link's notice precedes every re-sent chunk on
+//   each stream of every survivor, the last resort included. One WARN when the last resort starts
+//   carrying data, one INFO when a preferred link takes over again (with the chunks and bytes the last
+//   resort carried meanwhile); introspection: on_last_resort(), last_resort_chunks().
+//
 // What a simulator must provide to drive the core faithfully
 //   * Per link direction: S FIFO streams; a frame is delivered (OnFrame then OnPayload) after its
 //     serialization and propagation delay; bytes are only ever delivered in order on one stream, and
@@ -317,6 +330,9 @@ class SendCore final : public CoreBase {
     int rail = 0;              // local device (index into cfg.loads)
     double nominal_bps = 1e9;  // until measured
     std::string name;          // for logs: "rail eth1 -> 10.0.1.2:5000"
+    // A last resort (an IB comm's TCP link, RERAIL_IB_TCP_FALLBACK): it takes chunks only while no
+    // other link is usable (see "Last-resort links" above); heartbeats and notices as any link.
+    bool last_resort = false;
   };
   // Emits kConnect for every link at once (standby links are connected eagerly).
   SendCore(const CoreConfig& cfg, uint64_t conn_id, std::vector<LinkSpec> links, CoreObserver* obs, uint64_t now);
@@ -371,6 +387,10 @@ class SendCore final : public CoreBase {
   bool unacknowledged() const { return acked_ < next_seq_; }
   uint64_t acked() const { return acked_; }
   const Scheduler& scheduler() const { return sched_; }
+  // Last-resort links (above): whether one carries data now, and the data chunks handed to last-resort
+  // links since the connection started.
+  bool on_last_resort() const { return on_last_resort_; }
+  uint64_t last_resort_chunks() const { return last_resort_chunks_; }
 
  private:
   // Its queued and pending bytes leave the rails' shared load: a failed or peer-closed comm waits for
@@ -412,6 +432,10 @@ class SendCore final : public CoreBase {
   };
 
   bool Eligible(const TxLink& l) const;
+  // A link that is not a last resort is usable (the last resorts then take no chunk).
+  bool PreferredUsable() const;
+  // The WARN / INFO of a last-resort link starting or stopping to carry data.
+  void NoteLastResort(int idx, bool carries);
   void AddPending(int64_t delta);  // pending_bytes_, published to the scheduler
   uint64_t SampleAt() const { return refused_ ? std::min(next_sample_ns_, last_sample_ns_ + fast_sample_ns_) : next_sample_ns_; }
   void SetState(int idx, LinkState to, const std::string& why);
@@ -466,6 +490,10 @@ class SendCore final : public CoreBase {
   uint64_t degraded_since_ns_ = 0;
   static constexpr uint64_t kDegradeAfterNs = 500'000'000;
   int peer_closed_links_ = 0;
+  bool on_last_resort_ = false;    // a last-resort link carries data (no preferred link usable)
+  uint64_t last_resort_chunks_ = 0;
+  uint64_t last_resort_bytes_ = 0;
+  uint64_t last_resort_mark_ = 0;  // last_resort_chunks_ when it started carrying (the INFO's count)
   uint64_t resent_chunks_ = 0;     // re-sent since the requeue last drained (one event per drain)
   uint64_t resent_bytes_ = 0;
 };

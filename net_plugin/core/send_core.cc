@@ -57,7 +57,31 @@ bool SendCore::NextCommand(LinkCommand* out) {
 void SendCore::SetState(int idx, LinkState to, const std::string& why) {
   TxLink& l = links_[idx];
   LinkState from = l.fsm.state();
-  if (l.fsm.Transition(to, why) && from != LinkState::kConnecting) obs_->OnLinkState(idx, from, to, why);
+  if (!l.fsm.Transition(to, why)) return;
+  if (from != LinkState::kConnecting) obs_->OnLinkState(idx, from, to, why);
+  if (on_last_resort_ && to == LinkState::kHealthy && !l.spec.last_resort) NoteLastResort(idx, false);
+  if (on_last_resort_ && to == LinkState::kFailed && l.spec.last_resort) on_last_resort_ = false;  // its WARN said it
+}
+
+bool SendCore::PreferredUsable() const {
+  for (const TxLink& l : links_) {
+    if (!l.spec.last_resort && l.fsm.usable()) return true;
+  }
+  return false;
+}
+
+void SendCore::NoteLastResort(int idx, bool carries) {
+  on_last_resort_ = carries;
+  if (carries) {
+    last_resort_mark_ = last_resort_chunks_;
+    RR_WARN("conn %016lx: no other link usable: link %d (%s) carries the traffic as the last resort",
+            static_cast<unsigned long>(conn_id_), idx, links_[idx].spec.name.c_str());
+    return;
+  }
+  RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) usable again: it takes the traffic back from the last resort, "
+          "which carried %lu chunks meanwhile (%lu bytes since the connection started)",
+          static_cast<unsigned long>(conn_id_), idx, links_[idx].spec.name.c_str(),
+          static_cast<unsigned long>(last_resort_chunks_ - last_resort_mark_), static_cast<unsigned long>(last_resort_bytes_));
 }
 
 void SendCore::OnConnectFailed(uint64_t now, int idx, const std::string& why) {
@@ -200,6 +224,7 @@ void SendCore::OnPosted(const Frame& f) {
 
 bool SendCore::Eligible(const TxLink& l) const {
   if (!l.fsm.usable()) return false;
+  if (l.spec.last_resort) return !PreferredUsable();
   if (cfg_.policy == Policy::kFailover && &l != &links_[0] && links_[0].fsm.usable() && !primary_degraded_) return false;
   return true;
 }
@@ -271,6 +296,10 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   out->payload = m.data + c.off;
   l.inflight.push_back(c);
   sched_.OnQueued(idx, c.len);
+  if (l.spec.last_resort) {
+    ++last_resort_chunks_, last_resort_bytes_ += c.len;
+    if (!on_last_resort_) NoteLastResort(idx, true);
+  }
   return true;
 }
 
@@ -483,7 +512,8 @@ void SendCore::OnSamples(uint64_t now, const std::vector<LinkSample>& samples) {
 // link) is degraded — the comm spreads over every healthy rail by completion time, the primary
 // keeping its proportional share — until it is about as fast again.
 void SendCore::CheckPrimarySpeed(uint64_t t) {
-  for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = links_[i].fsm.usable();
+  // A last resort is no survivor to compare the primary with: it never takes the primary's share.
+  for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = links_[i].fsm.usable() && !links_[i].spec.last_resort;
   int faster = -1;
   bool now = sched_.PrimaryDegraded(eligible_, primary_degraded_, &faster);
   if (now == primary_degraded_) {

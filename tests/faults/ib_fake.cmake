@@ -1,7 +1,8 @@
 # The net plugin fault suite over IB: down, black hole, flap, all rails down and heal with
 # RERAIL_TRANSPORT=ib between two net_fault_peer processes of one fake verbs fabric (FAKEVERBS_WIRE),
 # the faults commanded into their fake HCAs while they stream (FAKEVERBS_CONTROL; ib_fake_faults.sh).
-# No root, no netns: labelled functional too, so the default test run has it (~110 s, 22 scenarios).
+# No root, no netns: labelled functional too, so the default test run has it (~120 s, 25 scenarios, 3 of
+# them with RERAIL_IB_TCP_FALLBACK=1: tcpfallback, tcpidle, tcpearly).
 # ib_fake_faults_soak: 20 s of random faults (down, black hole, ack loss, heal), label faults only.
 if(TARGET nccl-net-rerail AND TARGET fakeverbs)
   add_test(NAME ib_fake_faults

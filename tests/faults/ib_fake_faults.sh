@@ -18,8 +18,8 @@
 #              the data again afterwards (> 4 MiB sent on fake0 by each host within 3 s of the heal)
 # and more of test_net_faults' cases (ackloss, txloss, txlossall, allblackhole, alldownup, fatal, earlydown,
 # earlyblackhole, lagging, eager, eagerlag, stripeflap, connectdown, pause, peerkill, eofclose, eofdead,
-# soak: see each
-# run_<name> below).
+# soak), and the TCP fallback link of RERAIL_IB_TCP_FALLBACK (tcpfallback, tcpidle, tcpearly): see each
+# run_<name> below.
 # A scenario passes when both peers printed RESULT with bad=0, hang=0 and exit 0, every message one sent
 # (plus its 0-byte terminator) was received by the other, err=0 (alldown: err != 0 on both, exit 4),
 # every command was applied, and its expected WARN / INFO lines are in the plugin logs. One PASS / FAIL
@@ -32,7 +32,8 @@ peer=$1 so=$2 fv=$3
 shift 3
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(down blackhole flap alldown heal ackloss txloss txlossall allblackhole alldownup
-  fatal earlydown earlyblackhole lagging eager eagerlag stripeflap connectdown pause peerkill eofclose eofdead)  # soak by name (ctest ib_fake_faults_soak)
+  fatal earlydown earlyblackhole lagging eager eagerlag stripeflap connectdown pause peerkill eofclose eofdead
+  tcpfallback tcpidle tcpearly)  # soak by name (ctest ib_fake_faults_soak)
 top=$(mktemp -d /tmp/rribf.XXXXXX)
 pids=()
 cleanup() {
@@ -482,6 +483,74 @@ run_eofclose() {
 }
 run_eofdead() { run_eofclose both; }
 
+# ---- RERAIL_IB_TCP_FALLBACK: IB links and a TCP link to the same peer in one comm (issue 12 scope 5) ----
+
+LASTRESORT='carries the traffic as the last resort'
+IBBACK='takes the traffic back from the last resort, which carried [1-9][0-9]* chunks'
+
+# Every IB port of host 0 down for 2.5 s, longer than RERAIL_GIVEUP_MS (1.5 s; `alldown` shows both comms
+# fail then without a TCP link), with RERAIL_IB_TCP_FALLBACK=1 on both hosts: both directions go on over
+# the comms' TCP links with no error and nothing lost (content, order, late writes checked), each send
+# comm logs its TCP link taking over (WARN) and handing back to IB with a non-zero chunk count (INFO),
+# fake0 fails back on both hosts, and each host sends > 4 MiB on fake0 again within 3 s of the up.
+run_tcpfallback() {
+  start_peers tcpfallback 7000 RERAIL_IB_TCP_FALLBACK=1 RERAIL_GIVEUP_MS=1500 RERAIL_FAILBACK_MIN_MS=50 \
+    RERAIL_FAILBACK_MAX_MS=200
+  local up0 up1 took0=-1 took1=-1 healed now b0 b1 h
+  at 1000; ctl 0 "down fake0" >/dev/null; ctl 0 "down fake1" >/dev/null
+  at 3500; ctl 0 "up fake0" >/dev/null; ctl 0 "up fake1" >/dev/null
+  healed=$(now_ms)
+  up0=$(counter 0 fake0 tx_bytes) up1=$(counter 1 fake0 tx_bytes)
+  while [ $(($(now_ms) - healed)) -lt 3000 ] && { [ $took0 -lt 0 ] || [ $took1 -lt 0 ]; }; do
+    sleep 0.05
+    now=$(($(now_ms) - healed))
+    b0=$(counter 0 fake0 tx_bytes) b1=$(counter 1 fake0 tx_bytes)
+    [ $took0 -lt 0 ] && [ $((b0 - up0)) -gt $((4 << 20)) ] && took0=$now
+    [ $took1 -lt 0 ] && [ $((b1 - up1)) -gt $((4 << 20)) ] && took1=$now
+  done
+  finish_peers
+  expect_clean
+  for h in 0 1; do
+    expect_log $h "$LASTRESORT" "WARN: the TCP link carries the traffic"
+    expect_log $h "$IBBACK" "INFO: an IB link takes the traffic back (with the chunks the TCP link carried)"
+    expect_log $h "$FAILBACK0" "failback of fake0"
+  done
+  [ $took0 -ge 0 ] || why+=" host0 did not send 4 MiB on fake0 within 3 s of the up;"
+  [ $took1 -ge 0 ] || why+=" host1 did not send 4 MiB on fake0 within 3 s of the up;"
+  heal_figures="TCP carried $(grep -o 'which carried [0-9]* chunks' "$work/log0" | head -1 | tr -dc 0-9)/$(grep -o 'which carried [0-9]* chunks' "$work/log1" | head -1 | tr -dc 0-9) chunks, 4 MiB on fake0 after $took0/$took1 ms"
+}
+
+# The TCP link present, one IB port down and up (as `down`): fake1 takes over and the TCP link carries
+# nothing (no last-resort WARN on either host).
+run_tcpidle() {
+  start_peers tcpidle 4000 RERAIL_IB_TCP_FALLBACK=1 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  at 1000; ctl 0 "down fake0" >/dev/null
+  at 2000; ctl 0 "up fake0" >/dev/null
+  finish_peers
+  expect_clean
+  expect_log 0 "$FAILOVER0" "failover of fake0 (port down)"
+  expect_log 0 "a TCP fallback link" "TCP link in the comm"
+  local h
+  for h in 0 1; do
+    [ "$(count $h "$LASTRESORT")" = 0 ] || why+=" host$h: the TCP link carried data with fake1 up;"
+  done
+}
+
+# Every IB port of host 1 down while connect / accept still run (as `earlydown`, both ports), up 2.5 s
+# later, RERAIL_GIVEUP_MS 1.5 s: the connections are made and stream over their TCP links, then move to IB.
+run_tcpearly() {
+  start_peers tcpearly 5000 RERAIL_IB_TCP_FALLBACK=1 RERAIL_GIVEUP_MS=1500 RERAIL_FAILBACK_MIN_MS=50 RERAIL_FAILBACK_MAX_MS=200
+  ctl 1 "down fake0" >/dev/null; ctl 1 "down fake1" >/dev/null
+  at 2500; ctl 1 "up fake0" >/dev/null; ctl 1 "up fake1" >/dev/null
+  finish_peers
+  expect_clean
+  local h
+  for h in 0 1; do
+    expect_log $h "$LASTRESORT" "WARN: the TCP link carries the traffic"
+    expect_log $h "$IBBACK" "INFO: an IB link takes the traffic back"
+  done
+}
+
 # 20 s of random faults (down, black hole, ack loss, heal) every 0.3-1 s on a random host and rail,
 # never both rails of a pair at once; everything heals before the end.
 run_soak() {
@@ -513,7 +582,7 @@ for sc in "${scenarios[@]}"; do
   start=$(now_ms) heal_figures="" kill_figures="" eof_figures=""
   case $sc in
     down | blackhole | flap | alldown | heal | ackloss | txloss | txlossall | allblackhole | alldownup | fatal | earlydown | earlyblackhole | lagging | eager | eagerlag | stripeflap | connectdown | pause | \
-      peerkill | eofclose | eofdead | soak)
+      peerkill | eofclose | eofdead | soak | tcpfallback | tcpidle | tcpearly)
       env0="" env1="" msg="" ports=("fake0,fake1" "fake0,fake1")
       "run_$sc" ;;
     *) echo "ib_fake_faults: unknown scenario $sc" >&2; exit 2 ;;

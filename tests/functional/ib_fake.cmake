@@ -54,7 +54,7 @@ if(TARGET nccl-net-rerail)
   target_link_libraries(test_ib_plugin PRIVATE rerail_netdrv rerail_board rerail_prof_emit rerail_net_core GTest::gtest GTest::gtest_main Threads::Threads ${CMAKE_DL_LIBS})
   target_compile_definitions(test_ib_plugin PRIVATE RERAIL_NET_PLUGIN_PATH="$<TARGET_FILE:nccl-net-rerail>")
   add_dependencies(test_ib_plugin fakeverbs nccl-net-rerail)
-  add_test(NAME ib_fake_plugin COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no --gtest_filter=-*PortEvent*)
+  add_test(NAME ib_fake_plugin COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no --gtest_filter=-*PortEvent*:*TcpFallback*)
   set_tests_properties(ib_fake_plugin PROPERTIES LABELS functional TIMEOUT 120
     ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_MAX_RECVS=8"
     FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
@@ -66,6 +66,13 @@ if(TARGET nccl-net-rerail)
       ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_IB_QPS_PER_LINK=${qps};RERAIL_MAX_RECVS=8"
       FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]|\\[==========\\] 0 tests")
   endforeach()
+  # RERAIL_IB_TCP_FALLBACK=1 (issue 12 scope 5): every IB port down mid-stream, the comm goes on over its
+  # TCP link and back to IB after the ports return (TcpFallback*), and the rest of the suite with the TCP
+  # link present but idle.
+  add_test(NAME ib_fake_plugin_tcp_fallback COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no --gtest_filter=-*PortEvent*)
+  set_tests_properties(ib_fake_plugin_tcp_fallback PROPERTIES LABELS functional TIMEOUT 180
+    ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_MAX_RECVS=8;RERAIL_IB_TCP_FALLBACK=1"
+    FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]|\\[==========\\] 0 tests")
   # Port events through the plugin: QP timeout ~17 s, so only the IbEventMonitor can fail the link.
   add_test(NAME ib_fake_plugin_port_event COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no --gtest_filter=*PortEvent*)
   set_tests_properties(ib_fake_plugin_port_event PROPERTIES LABELS functional TIMEOUT 120

@@ -49,6 +49,10 @@
   RR_PARAM(IbRetryCnt, "IB_RETRY_CNT", kInt, "3", "", "0:7", "RC QP transport retries before RETRY_EXC_ERR (see RERAIL_IB_TIMEOUT)") \
   RR_PARAM(IbQpsPerLink, "IB_QPS_PER_LINK", kInt, "2", "QPs", "1:16",                                      \
            "RC QPs per IB link (per rail per connection; NCCL_IB_QPS_PER_CONNECTION's role): the sender's value, which the receiver follows") \
+  RR_PARAM(IbTcpFallback, "IB_TCP_FALLBACK", kBool, "0", "", "",                                             \
+           "RERAIL_TRANSPORT=ib: each connection also gets one TCP link (RERAIL_TCP_STREAMS streams, over the bootstrap's interface) that carries " \
+           "data only while none of its IB links is usable: a comm whose IB ports all fail goes on over TCP with nothing lost, and goes back to IB " \
+           "when a port returns. The sender's value (the receiver accepts the link either way); ignored with RERAIL_TRANSPORT=tcp") \
   /* resilience */                                                                                         \
   RR_PARAM(Policy, "POLICY", kEnum, "auto", "", "auto|stripe|failover",                                    \
            "stripe: use every healthy rail; failover: primary rail only while healthy and not degraded (measured below 0.4x of a survivor); auto: stripe on TCP, failover on IB") \

@@ -155,12 +155,18 @@ void IbRecvDriver::OnPeerClosed(uint64_t now, const std::string& why) {
   for (size_t i = 0; i < links_.size(); ++i) {
     if (links_[i].up) core_->OnLinkError(now, static_cast<int>(i), why, true);
   }
+  for (SideRecvLink* s : side_) {
+    if (s->up()) core_->OnLinkError(now, s->link(), why, true);
+  }
   Guard();
 }
 
 bool IbRecvDriver::Quiet() const {
   for (const Link& l : links_) {
     if (l.up && l.heard && (!l.out.empty() || l.ib->SendsPending())) return false;  // unheard: nothing can go
+  }
+  for (const SideRecvLink* s : side_) {
+    if (!s->Quiet()) return false;
   }
   return true;
 }
@@ -180,6 +186,7 @@ void IbRecvDriver::Guard() {
       else ++k;
     }
   }
+  for (SideRecvLink* s : side_) s->Sync();
 }
 
 bool IbRecvDriver::NextDropped(int* link, uint32_t* epoch) {
@@ -227,10 +234,17 @@ void IbRecvDriver::Progress(uint64_t now) {
       }
     }
   }
+  for (SideRecvLink* s : side_) {
+    moved |= s->Read(now);
+    Guard();  // a frame read may have been an IB link's notice, or the side link may have failed
+  }
   if (core_->SampleDue(now)) {
     std::vector<net::LinkSample> samples(static_cast<size_t>(core_->links()));
     for (size_t i = 0; i < links_.size() && i < samples.size(); ++i) {
       if (links_[i].up) samples[i] = links_[i].ib->Sample();
+    }
+    for (SideRecvLink* s : side_) {
+      if (static_cast<size_t>(s->link()) < samples.size()) samples[static_cast<size_t>(s->link())] = s->Sample();
     }
     core_->OnSamples(now, samples);
   }
@@ -242,6 +256,8 @@ void IbRecvDriver::Progress(uint64_t now) {
     while (core_->NextControl(now, static_cast<int>(i), &f)) Queue(links_[i], &f, kHdr);
     FlushOut(now, static_cast<int>(i));
   }
+  for (SideRecvLink* s : side_) s->Flush(now);
+  Guard();  // a side link's write may have failed it
 }
 
 void IbRecvDriver::FlushOut(uint64_t now, int idx) {

@@ -24,6 +24,11 @@
 //     Always take completions through NextCompletion(), never from the core directly.
 //   * Progress(now): one pass of core.h's loop: rail events, completions, samples, Poll(now, idle),
 //     the guard, control frames out. Thread-safety as IbSendDriver (OnRailEvent from any thread).
+//   * Side links (SideRecvLink, below): core links that arrive over another transport (an IB comm's TCP
+//     link, RERAIL_IB_TCP_FALLBACK; the comm attaches it and feeds its OnLinkUp). Progress reads them
+//     after the IB links' completions and writes their control frames with the IB links'; the guard
+//     closes one the core dropped (Sync). A frame on one may be a link-down notice of an IB link: the
+//     guard runs before any completion is handed out, as for notices on IB links.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +46,20 @@
 
 namespace rr::ib {
 
+// A core link over another transport (the header). It feeds the core directly (OnFrame, OnPayload,
+// OnLinkError) for its own index; the driver calls it at the points below.
+class SideRecvLink {
+ public:
+  virtual ~SideRecvLink() = default;
+  virtual int link() const = 0;                 // its index in the core
+  virtual bool Read(uint64_t now) = 0;          // frames in; true when a byte moved
+  virtual void Flush(uint64_t now) = 0;         // the core's control frames for it out
+  virtual void Sync() = 0;                      // the core dropped it: its notice (best effort), close
+  virtual net::LinkSample Sample() = 0;
+  virtual bool up() const = 0;
+  virtual bool Quiet() const = 0;               // no control frame queued or half written
+};
+
 class IbRecvDriver {
  public:
   // cfg: QP options and receive depth (recv_slots) of every link; buffer sizes follow the sender's chunk.
@@ -54,6 +73,9 @@ class IbRecvDriver {
   Status IrecvGroup(uint64_t now, int n, void* const* bufs, const size_t* caps, const int* tags,
                     const MrHandle* const* mhs, void* owner, bool* posted, void** slots);
   void OnRailEvent(int rail, bool down);
+  // A side link (above), driven from now on (not owned: the comm keeps it, and it outlives the driver's
+  // last call).
+  void AddSideLink(SideRecvLink* side) { side_.push_back(side); }
   void Progress(uint64_t now);
   bool NextCompletion(net::Completion* out);
   // The sender closed the connection (the plugin's bootstrap stream ended): every live link counts as
@@ -76,6 +98,7 @@ class IbRecvDriver {
   };
   const Stats& stats() const { return stats_; }
   bool connected(int link) const { return link < static_cast<int>(links_.size()) && links_[link].up; }
+  // An IB link is up (side links do not count).
   bool AnyLinkUp() const {
     for (const Link& l : links_) {
       if (l.up) return true;
@@ -134,6 +157,7 @@ class IbRecvDriver {
   std::vector<IbDevice*> rails_;
   IbLinkConfig cfg_;
   std::vector<Link> links_;
+  std::vector<SideRecvLink*> side_;
   RxBuf rx_[net::RxTracker::kWindow];
   std::vector<Held> held_;
   std::mutex events_mu_;

@@ -34,6 +34,27 @@ IbSendDriver::IbSendDriver(net::SendCore* core, std::vector<IbSendLinkSpec> link
 
 IbSendDriver::~IbSendDriver() = default;
 
+std::vector<Frame> FailedLinkNotices(const net::SendCore& core, int except) {
+  std::vector<Frame> out;
+  for (int j = 0; j < core.links(); ++j) {
+    if (j == except || core.usable(j) || core.epoch(j) == 0) continue;
+    out.push_back(Frame{net::FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(core.conn_id()), core.epoch(j),
+                        static_cast<uint64_t>(j), 0, 0});
+  }
+  return out;
+}
+
+void IbSendDriver::AddSideLink(std::unique_ptr<SideSendLink> side) {
+  side->Bind(core_, static_cast<int>(links_.size() + side_.size()), this);
+  side_.push_back(std::move(side));
+}
+
+bool IbSendDriver::NextTx(uint64_t now, int link, net::TxFrame* out) {
+  if (!core_->NextTx(now, link, out)) return false;
+  if (net::TypeOf(out->hdr) == FrameType::kData) IsFresh(out->hdr);
+  return true;
+}
+
 Status IbSendDriver::Isend(uint64_t now, const void* data, size_t size, const MrHandle* mh, void* owner, bool* posted,
                            int tag) {
   RR_CHECK(core_->Isend(now, data, size, owner, posted, tag));
@@ -48,9 +69,9 @@ void IbSendDriver::OnRailEvent(int rail, bool down) {
 }
 
 void IbSendDriver::OnPeerClosed(uint64_t now, const std::string& why) {
-  for (size_t i = 0; i < links_.size(); ++i) {
-    links_[i].dialing = false;
-    core_->OnLinkError(now, static_cast<int>(i), why, true);  // a link already failed is not counted again
+  for (auto& l : links_) l.dialing = false;
+  for (int i = 0; i < core_->links(); ++i) {
+    core_->OnLinkError(now, i, why, true);  // a link already failed is not counted again
   }
   DrainCommands(now);
 }
@@ -120,8 +141,13 @@ void IbSendDriver::OnRecv(uint64_t now, int idx, const IbLink::Event& ev) {
 void IbSendDriver::DrainCommands(uint64_t now) {
   net::LinkCommand c;
   while (core_->NextCommand(&c)) {
-    if (c.kind == net::LinkCommand::kConnect) Connect(now, c.link, c.epoch);
-    else Close(c.link, c.notice);
+    SideSendLink* side = Side(c.link);
+    if (c.kind == net::LinkCommand::kConnect) {
+      if (side != nullptr) side->Connect(now, c.epoch);
+      else Connect(now, c.link, c.epoch);
+    } else {
+      Close(c.link, c.notice);
+    }
   }
 }
 
@@ -137,7 +163,7 @@ void IbSendDriver::Connect(uint64_t now, int idx, uint32_t epoch) {
   if (st.ok()) {
     hello.magic = kIbHelloMagic;
     hello.version = core_->grouped() ? kIbHelloVersionGrouped : kIbHelloVersion;
-    hello.flags = core_->grouped() ? kIbHelloFlagGrouped : 0;
+    hello.flags = static_cast<uint16_t>((core_->grouped() ? kIbHelloFlagGrouped : 0) | (side_.empty() ? 0 : kIbHelloFlagTcpLink));
     hello.link = static_cast<uint8_t>(idx);
     hello.streams = static_cast<uint8_t>(cfg_.streams);
     hello.conn_id = core_->conn_id();
@@ -198,24 +224,28 @@ void IbSendDriver::Answered(uint64_t now, int idx, const IbLinkHello& answer) {
   l.fence[0].push_back(Frame{net::FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(core_->conn_id()),
                              l.dial_epoch, 0, 0, 0});
   // Fence: notices of every link failed now go first on each stream of this one (see the header).
-  for (size_t j = 0; j < links_.size(); ++j) {
-    if (static_cast<int>(j) == idx || core_->usable(static_cast<int>(j)) || core_->epoch(static_cast<int>(j)) == 0) continue;
-    Frame n{net::FrameMagic(FrameType::kLinkDown), 0, static_cast<uint32_t>(core_->conn_id()),
-            core_->epoch(static_cast<int>(j)), j, 0, 0};
+  for (const Frame& n : FailedLinkNotices(*core_, idx)) {
     for (auto& q : l.fence) q.push_back(n);
   }
   core_->OnLinkUp(now, idx);
 }
 
 void IbSendDriver::Close(int idx, const Frame& notice) {
-  Link& l = links_[idx];
-  if (l.ib) l.ib->Fail();  // no retransmission of its WRs after this
-  l.up = false;
-  l.dialing = false;  // an answer still on its way is stale now
-  for (auto& q : l.fence) q.clear();
+  if (SideSendLink* side = Side(idx)) {
+    side->Close(notice);
+  } else {
+    Link& l = links_[idx];
+    if (l.ib) l.ib->Fail();  // no retransmission of its WRs after this
+    l.up = false;
+    l.dialing = false;  // an answer still on its way is stale now
+    for (auto& q : l.fence) q.clear();
+  }
   for (size_t j = 0; j < links_.size(); ++j) {
     if (static_cast<int>(j) == idx || !links_[j].up) continue;
     for (auto& q : links_[j].fence) q.push_back(notice);
+  }
+  for (auto& s : side_) {
+    if (s.get() != Side(idx) && s->up()) s->Fence(notice);
   }
 }
 
@@ -254,10 +284,11 @@ void IbSendDriver::Push(uint64_t now) {
   DrainCommands(now);
   PollDials(now);
   if (core_->SampleDue(now)) {
-    std::vector<net::LinkSample> samples(links_.size());
+    std::vector<net::LinkSample> samples(static_cast<size_t>(core_->links()));
     for (size_t i = 0; i < links_.size(); ++i) {
       if (links_[i].up) samples[i] = links_[i].ib->Sample();
     }
+    for (size_t k = 0; k < side_.size(); ++k) samples[links_.size() + k] = side_[k]->Sample();
     core_->OnSamples(now, samples);
     DrainCommands(now);
   }
@@ -281,6 +312,7 @@ void IbSendDriver::Push(uint64_t now) {
       Write(now, static_cast<int>(i), s, tx);
     }
   }
+  for (size_t k = 0; k < side_.size(); ++k) side_[k]->Pass(now);
 }
 
 // True when the core hands this chunk out for the first time (fresh chunks come in (seq, offset)
@@ -313,9 +345,15 @@ void IbSendDriver::Write(uint64_t now, int idx, int stream, const net::TxFrame& 
   core_->OnTxDone(now, idx, h);
 }
 
+bool IbSendDriver::HasCts(const Link& l, const Frame& h) const {
+  const IbCts& c = cts_[h.seq % RxTracker::kWindow];
+  return c.magic == kCtsMagic && c.seq == h.seq && h.offset + h.len <= c.cap && l.peer_rail < static_cast<int>(c.rails);
+}
+
 Status IbSendDriver::PostData(Link& l, int stream, const net::TxFrame& tx, bool fresh) {
   const Frame& h = tx.hdr;
-  if (!fresh || net::IsEager(h)) {
+  // A side link may have brought the credit before an IB link brought the CTS (the header).
+  if (!fresh || net::IsEager(h) || (!side_.empty() && !HasCts(l, h))) {
     // The payload travels with the header: eager chunks (the core's unregistered copy) and every
     // re-send (the receiver may own the buffer again: it must be able to drop the bytes).
     int slot = -1;
@@ -329,9 +367,7 @@ Status IbSendDriver::PostData(Link& l, int stream, const net::TxFrame& tx, bool 
   }
   const IbCts& c = cts_[h.seq % RxTracker::kWindow];
   const TxBuf& b = tx_[h.seq % RxTracker::kWindow];
-  if (c.magic != kCtsMagic || c.seq != h.seq || h.offset + h.len > c.cap || l.peer_rail >= static_cast<int>(c.rails)) {
-    return core_->Abort(Code::kInternalError, "no CTS for message " + std::to_string(h.seq) + " (credited)");
-  }
+  if (!HasCts(l, h)) return core_->Abort(Code::kInternalError, "no CTS for message " + std::to_string(h.seq) + " (credited)");
   const MrHandle* mh = b.seq == h.seq ? b.mh : nullptr;
   auto addr = reinterpret_cast<uintptr_t>(tx.payload);
   if (mh == nullptr || static_cast<size_t>(l.spec.rail) >= mh->keys.size() || addr < mh->base ||

@@ -23,8 +23,15 @@
 //     stream of every usable link when L is closed, and on every stream of a link that (re)connects for
 //     every link then failed, before any other frame on that stream: RC orders each stream, the
 //     receiver's core drops L on the first notice, duplicates are stale by epoch.
-//   * Errors: a fresh chunk with no CTS or no registration aborts the connection (a protocol or usage
-//     bug, never a fault); a failed post fails the link. Inputs never throw.
+//   * Side links (SideSendLink, below): core links that do not travel over verbs (an IB comm's TCP link,
+//     RERAIL_IB_TCP_FALLBACK). They follow the IB links in the core's link order, take their commands
+//     from this driver, run once per Push after the IB links, and are fenced like them (a failed link's
+//     notice on every stream of every survivor). A chunk's first hand-out decides RDMA WRITE vs SEND
+//     whichever link it took, so a chunk first sent over TCP is re-sent over IB as a SEND. With side
+//     links a credit may arrive on a link that carries no CTS (TCP) before the CTS arrives on an IB
+//     link: such a fresh chunk travels as a SEND with its payload (as a re-send does).
+//   * Errors: a fresh chunk with no CTS (no side link) or no registration aborts the connection (a
+//     protocol or usage bug, never a fault); a failed post fails the link. Inputs never throw.
 //   * Thread-safety: one thread drives the driver and its core (NCCL's progress thread), except
 //     OnRailEvent, which any thread may call (the IbEventMonitor's).
 #pragma once
@@ -61,13 +68,47 @@ class IbDialer {
   }
 };
 
+// What a side link asks of the driver that runs it.
+class SideSendHost {
+ public:
+  virtual ~SideSendHost() = default;
+  // Carries out the core's commands (after an input that may have queued some: OnLinkUp, OnControl,
+  // OnLinkError; never inside Connect / Close, which the drain itself calls).
+  virtual void DrainCommands(uint64_t now) = 0;
+  // SendCore::NextTx for the side link, with each chunk's first hand-out noted (see the header).
+  virtual bool NextTx(uint64_t now, int link, net::TxFrame* out) = 0;
+};
+
+// A core link that does not travel over verbs (the header). Its object feeds the core directly
+// (OnLinkUp, OnControl, OnLinkError, OnConnectFailed) and calls host()->DrainCommands after each.
+class SideSendLink {
+ public:
+  virtual ~SideSendLink() = default;
+  void Bind(net::SendCore* core, int link, SideSendHost* host) { core_ = core, link_ = link, host_ = host; }
+  virtual void Connect(uint64_t now, uint32_t epoch) = 0;  // the core's kConnect: (re)connect
+  virtual void Close(const net::Frame& notice) = 0;        // the core's kClose: notice (best effort), drop
+  virtual void Fence(const net::Frame& notice) = 0;        // before any other frame on each of its streams
+  virtual bool up() const = 0;                             // connected and not closed
+  virtual void Pass(uint64_t now) = 0;                     // connect progress, control in, frames out
+  virtual net::LinkSample Sample() = 0;
+
+ protected:
+  net::SendCore* core_ = nullptr;
+  int link_ = -1;
+  SideSendHost* host_ = nullptr;
+};
+
+// The link-down notices a link that (re)connects writes first on each of its streams: one for every
+// other link the core has failed (fences, above).
+std::vector<net::Frame> FailedLinkNotices(const net::SendCore& core, int except);
+
 struct IbSendLinkSpec {
   IbDevice* dev = nullptr;  // the local device of the link (not owned; outlives the driver)
   int rail = 0;             // its index in MrHandle::keys (and the core's LinkSpec::rail)
   int peer_rail = 0;        // which of the receiver's rails the link connects to
 };
 
-class IbSendDriver {
+class IbSendDriver final : private SideSendHost {
  public:
   // cfg: streams and QP options of every link (recv/stage sizes are set by the driver).
   IbSendDriver(net::SendCore* core, std::vector<IbSendLinkSpec> links, const IbLinkConfig& cfg, uint32_t chunk,
@@ -77,6 +118,9 @@ class IbSendDriver {
   // tag: NCCL's, matched against the receiver's announced elements in grouped mode (core.h).
   Status Isend(uint64_t now, const void* data, size_t size, const MrHandle* mh, void* owner, bool* posted, int tag = 0);
   void OnRailEvent(int rail, bool down);
+  // A side link (above); it becomes the core's link links + (side links added before). Before the first
+  // Progress: the core's first kConnect of it is drained then.
+  void AddSideLink(std::unique_ptr<SideSendLink> side);
   // The receiver closed the connection (the plugin's bootstrap stream ended): every link counts as
   // closed by the peer, so the core ends in kPeerClosed (everything acknowledged) or fails.
   void OnPeerClosed(uint64_t now, const std::string& why);
@@ -99,7 +143,9 @@ class IbSendDriver {
                                        // payload, as TCP counts the bytes it writes (the board's "sent")
   };
   const Stats& stats() const { return stats_; }
-  bool connected(int link) const { return links_[link].up; }
+  bool connected(int link) const {
+    return link < static_cast<int>(links_.size()) ? links_[link].up : side_[link - links_.size()]->up();
+  }
 
  private:
   struct Link {
@@ -118,7 +164,13 @@ class IbSendDriver {
     const MrHandle* mh = nullptr;
   };
 
-  void DrainCommands(uint64_t now);
+  void DrainCommands(uint64_t now) override;
+  bool NextTx(uint64_t now, int link, net::TxFrame* out) override;
+  SideSendLink* Side(int idx) const {
+    return idx >= static_cast<int>(links_.size()) ? side_[idx - links_.size()].get() : nullptr;
+  }
+  // A fresh chunk's CTS on link l is known.
+  bool HasCts(const Link& l, const net::Frame& h) const;
   void Connect(uint64_t now, int idx, uint32_t epoch);
   void PollDials(uint64_t now);
   void Answered(uint64_t now, int idx, const IbLinkHello& answer);
@@ -134,6 +186,7 @@ class IbSendDriver {
 
   net::SendCore* core_;
   std::vector<Link> links_;
+  std::vector<std::unique_ptr<SideSendLink>> side_;  // core links links_.size() ..
   IbLinkConfig cfg_;
   uint32_t chunk_;
   IbDialer* dialer_;

@@ -70,6 +70,10 @@ constexpr uint16_t kIbHelloVersion = 3;
 // never announcing its receives; without it the hello is byte-identical to version 3.
 constexpr uint16_t kIbHelloVersionGrouped = 4;
 constexpr uint16_t kIbHelloFlagGrouped = 1;
+// The sender's connection also has a TCP link after its IB links (RERAIL_IB_TCP_FALLBACK, net_plugin/
+// ib_tcp_fallback.h): the receiver looks for it on its listener from then on. Any version; a receiver
+// older than it ignores it (and never reads that link).
+constexpr uint16_t kIbHelloFlagTcpLink = 2;
 
 struct IbLinkHello {
   uint32_t magic;      // kIbHelloMagic

@@ -59,10 +59,12 @@ struct Msg {
 
 class Pair {
  public:
-  Pair(int links, int streams, CoreConfig cfg) : cfg_(cfg), nlinks_(links), nstreams_(streams) {
+  // last_resort: the index of a link the sender uses only while no other is usable (-1: none).
+  Pair(int links, int streams, CoreConfig cfg, int last_resort = -1) : cfg_(cfg), nlinks_(links), nstreams_(streams) {
     cfg_.loads = nullptr;  // a private rail table per test
     std::vector<SendCore::LinkSpec> specs(links);
     for (int i = 0; i < links; ++i) specs[i].rail = i, specs[i].nominal_bps = 1e9, specs[i].name = "rail " + std::to_string(i);
+    if (last_resort >= 0) specs[last_resort].last_resort = true;
     links_.resize(links);
     for (auto& l : links_) l.data.resize(streams), l.rxbuf.resize(streams);
     send_ = std::make_unique<SendCore>(cfg_, 0x1234, specs, nullptr, now_);
@@ -771,6 +773,70 @@ TEST(Core, FailoverPolicyKeepsToThePrimaryUntilItFails) {
   ExpectDelivered(more);
   EXPECT_GT(p.link(1).payload_written, 0u);
   EXPECT_GT(p.link(2).payload_written, 0u);
+}
+
+// An IB comm's TCP link (RERAIL_IB_TCP_FALLBACK) is a last resort: it carries nothing while another
+// link is usable, under either policy, even with the primary gone.
+TEST(Core, ALastResortLinkCarriesNothingWhileAnotherLinkIsUsable) {
+  for (Policy policy : {Policy::kStripe, Policy::kFailover}) {
+    CoreConfig cfg = Cfg();
+    cfg.policy = policy;
+    Pair p(3, 2, cfg, /*last_resort=*/2);
+    for (int i = 0; i < 5; ++i) p.Step();
+    ASSERT_TRUE(p.send().usable(2));
+    auto msgs = Workload(std::vector<size_t>(20, 60000));
+    ASSERT_TRUE(p.Run(msgs, 8, 2000 * kMs));
+    ExpectDelivered(msgs);
+    p.Cut(0);
+    p.link(0).reachable = false;
+    auto more = Workload(std::vector<size_t>(20, 60000));
+    ASSERT_TRUE(p.Run(more, 8, 2000 * kMs));
+    ExpectDelivered(more);
+    EXPECT_GT(p.link(1).payload_written, 0u);
+    EXPECT_EQ(p.link(2).payload_written, 0u) << "the last resort carried data with link 1 usable";
+    EXPECT_EQ(p.send().last_resort_chunks(), 0u);
+    EXPECT_FALSE(p.send().on_last_resort());
+  }
+}
+
+// Every preferred link fails mid-stream (a cut, or a black hole the stall watchdog finds: the last
+// resort is a live link, so the last preferred one is failed too): the last resort carries the rest,
+// re-sent chunks included, nothing is lost; once a preferred link is re-admitted it takes the traffic
+// back and the last resort carries nothing more.
+TEST(Core, EveryPreferredLinkDownTheLastResortCarriesThenHandsBack) {
+  for (bool hole : {false, true}) {
+    g_warns.clear();
+    CoreConfig cfg = Cfg();
+    cfg.policy = Policy::kFailover;
+    Pair p(3, 2, cfg, /*last_resort=*/2);
+    for (int i = 0; i < 5; ++i) p.Step();
+    auto msgs = Workload(std::vector<size_t>(60, 50000));
+    ASSERT_TRUE(p.Run(msgs, 8, 5000 * kMs, false, [&](int step) {
+      if (step != 4) return;
+      for (int i : {0, 1}) {
+        p.link(i).reachable = false;
+        if (hole) p.link(i).hole = true;
+        else p.Cut(i);
+      }
+    })) << (hole ? "black holes" : "cuts");
+    ExpectDelivered(msgs);
+    EXPECT_GT(p.link(2).payload_written, 0u);
+    EXPECT_GT(p.send().last_resort_chunks(), 0u);
+    EXPECT_TRUE(p.send().on_last_resort());
+    EXPECT_FALSE(p.send().usable(0));
+    EXPECT_FALSE(p.send().usable(1));
+    EXPECT_TRUE(Warned("carries the traffic as the last resort"));
+    for (int i : {0, 1}) p.link(i).reachable = true, p.link(i).hole = false;
+    for (int i = 0; i < 2000 && !p.send().usable(0); ++i) p.Step();
+    ASSERT_TRUE(p.send().usable(0)) << "the healed primary was re-admitted";
+    EXPECT_FALSE(p.send().on_last_resort());
+    const uint64_t fallback = p.link(2).payload_written, primary = p.link(0).payload_written;
+    auto more = Workload(std::vector<size_t>(20, 60000));
+    ASSERT_TRUE(p.Run(more, 8, 2000 * kMs));
+    ExpectDelivered(more);
+    EXPECT_EQ(p.link(2).payload_written, fallback) << "the last resort kept carrying after the failback";
+    EXPECT_GT(p.link(0).payload_written, primary);
+  }
 }
 
 // A chunk re-sent after a failover completes the message on one link while its first copy is still

@@ -130,6 +130,13 @@ TEST(IbKnobs, MalformedValuesNameTheVariable) {
     EXPECT_EQ(st.code(), rr::Code::kInvalidUsage) << v;
     EXPECT_NE(st.message().find("RERAIL_IB_QPS_PER_LINK"), std::string::npos) << st.message();
   }
+  for (const char* v : {"maybe", "2", ""}) {  // a boolean: 0/1, true/false, yes/no, on/off
+    EnvGuard g("RERAIL_IB_TCP_FALLBACK", v);
+    rr::Status st = rr::Params::Load();
+    EXPECT_EQ(st.code(), rr::Code::kInvalidUsage) << v;
+    EXPECT_NE(st.message().find("RERAIL_IB_TCP_FALLBACK='" + std::string(v) + "' is not a boolean"), std::string::npos)
+        << st.message();
+  }
   {
     EnvGuard g("RERAIL_IB_HCA", "mlx5_0,,mlx5_1");
     rr::ib::IbOptions o;
