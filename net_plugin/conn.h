@@ -52,6 +52,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,10 @@ class Comm {
   // Drives I/O, then reports whether `r` is done (and its size). Frees `r` when done.
   virtual Status Test(Request* r, int* done, int* size) = 0;
   RequestPool& pool() { return pool_; }
+  // IdleSends (idle_sends.h), from its thread: drives a listed send comm once unless its owner is
+  // inside it; false when it no longer needs that (the peer acknowledged everything, the connection
+  // ended, or NCCL holds a request of it again).
+  bool TryIdleProgress();
 
  protected:
   // Marks the requests the core completed as done.
@@ -177,11 +182,20 @@ class Comm {
   // lingers: requests NCCL still holds mean an abort (ncclCommAbort), which must not wait out the
   // linger on every comm of a dead peer.
   void LingerUntilAcked(const SendCore& core, const std::function<Status()>& progress);
+  // After a send's test() reported it done: lists the comm in IdleSends if NCCL holds none of its
+  // requests while the peer still owes acks.
+  void MaybeListIdle(const SendCore& core);
+  // Whether an idle send comm still needs IdleSends, and drives it once if so (drive_mu_ held).
+  bool IdleProgressWith(const SendCore& core, const std::function<Status()>& progress);
+  virtual bool IdleProgress() { return false; }
 
   uint32_t magic_;
   RequestPool pool_;
   uint64_t conn_id_ = 0;
   int last_failed_rail_ = -1;  // the rail of the last failover (its re-sends' profiler event)
+  // Held by a send comm's isend and test, and by IdleSends' thread while it drives the comm.
+  std::mutex drive_mu_;
+  bool idle_listed_ = false;   // in IdleSends (drive_mu_)
 };
 
 // Where one link of a send comm goes.
@@ -221,6 +235,7 @@ class SendComm final : public Comm, private CoreObserver {
   };
 
   Status Progress();
+  bool IdleProgress() override;
   void Commands(uint64_t now);  // carries out the core's link commands
   void PollConnector(int idx, uint64_t now);
   void WriteStream(int idx, int i, uint64_t now, bool* progressed);

@@ -1,4 +1,5 @@
 #include "ib_comm.h"
+#include "idle_sends.h"
 
 #include <cstring>
 
@@ -180,7 +181,12 @@ const ConnConfig& IbSendComm::ReportCfg(int link) const {
 }
 
 IbSendComm::~IbSendComm() {
+  IdleSends::Get().Remove(this);
   if (core_) LingerUntilAcked(*core_, [this] { return Progress(); });
+}
+
+bool IbSendComm::IdleProgress() {
+  return core_ && IdleProgressWith(*core_, [this] { return Progress(); });
 }
 
 Status IbSendComm::PollConnect(bool* ready) {
@@ -287,6 +293,7 @@ void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
 }
 
 Status IbSendComm::Isend(const void* data, size_t size, int tag, ib::MrHandle* mh, void* phandle, Request** req) {
+  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
   *req = nullptr;
   if (core_->state() == ConnState::kFailed || core_->state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   if (mh == nullptr && size > 0) return Status::Internal("isend over IB without a memory registration (regMr)");
@@ -307,6 +314,7 @@ Status IbSendComm::Isend(const void* data, size_t size, int tag, ib::MrHandle* m
 }
 
 Status IbSendComm::Test(Request* r, int* done, int* size) {
+  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
   *done = 0;
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(*core_, "isend after the receiver closed the connection");
   if (r->state != ReqState::kDone) {
@@ -318,6 +326,7 @@ Status IbSendComm::Test(Request* r, int* done, int* size) {
   if (size != nullptr) *size = static_cast<int>(r->size);
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
+  MaybeListIdle(*core_);
   return Status::Ok();
 }
 

@@ -122,6 +122,7 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
 
  private:
   Status Progress();
+  bool IdleProgress() override;
   // CoreObserver: the rail-health board and the profiler (rail = the link's local IB device).
   void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
                   bool was_probing) override;

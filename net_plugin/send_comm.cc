@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "conn.h"
+#include "idle_sends.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
 #include "rerail/prof_net_event.h"
@@ -107,7 +108,32 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
 }
 
 SendComm::~SendComm() {
+  IdleSends::Get().Remove(this);
   LingerUntilAcked(core_, [this] { return Progress(); });
+}
+
+void Comm::MaybeListIdle(const SendCore& core) {
+  if (idle_listed_ || pool_.in_use() != 0 || !core.unacknowledged() || core.state() != ConnState::kActive) return;
+  IdleSends::Get().Add(this);
+  idle_listed_ = true;
+}
+
+bool Comm::IdleProgressWith(const SendCore& core, const std::function<Status()>& progress) {
+  if (pool_.in_use() != 0 || !core.unacknowledged() || core.state() != ConnState::kActive) return false;
+  (void)progress();   // an error is the connection's: the next test() reports it
+  return core.unacknowledged() && core.state() == ConnState::kActive;
+}
+
+bool Comm::TryIdleProgress() {
+  std::unique_lock<std::mutex> lk(drive_mu_, std::try_to_lock);
+  if (!lk.owns_lock()) return true;   // its owner is driving it: look again on the next pass
+  bool keep = IdleProgress();
+  if (!keep) idle_listed_ = false;
+  return keep;
+}
+
+bool SendComm::IdleProgress() {
+  return IdleProgressWith(core_, [this] { return Progress(); });
 }
 
 void Comm::LingerUntilAcked(const SendCore& core, const std::function<Status()>& progress) {
@@ -192,6 +218,7 @@ Status SendComm::PollConnect(bool* ready) {
 }
 
 Status SendComm::Isend(const void* data, size_t size, int tag, void* phandle, Request** req) {
+  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
   *req = nullptr;
   if (core_.state() == ConnState::kFailed || core_.state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   Request* r = pool_.Get(true);
@@ -337,6 +364,7 @@ Status SendComm::Progress() {
 }
 
 Status SendComm::Test(Request* r, int* done, int* size) {
+  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
   *done = 0;
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "isend after the receiver closed the connection");
   if (r->state != ReqState::kDone) {
@@ -348,6 +376,7 @@ Status SendComm::Test(Request* r, int* done, int* size) {
   if (size != nullptr) *size = static_cast<int>(r->size);
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
+  MaybeListIdle(core_);
   return Status::Ok();
 }
 

@@ -1,0 +1,53 @@
+// IdleSends: send comms that NCCL will not drive again before its next isend on them, but that still
+// owe the peer something only they can deliver.
+//
+// An eager send completes once written (core.h): NCCL sees it done and calls nothing more on that
+// comm until its next isend, which in a ring may wait on a receive that depends on this very send,
+// and once a rank's part of a collective is done its proxy may call nothing at all. If the link the
+// send went out on dies meanwhile (a black hole the receiver detects and reports on a survivor),
+// only this comm's own progress reads that notice and re-sends the message. Found on 2 netns hosts x
+// 2 rails: rerail-perf -C 4 (all collectives, 4 B .. 16 MiB), rail 1 black-holed for 2-5 s then
+// healed: 2 of 13 runs stalled until their deadline with the receiver's notice unread; the same
+// stall ended a real NCCL run on an H200 (README, "What ran on a GPU").
+//
+// A send comm lists itself when test() hands back its last outstanding request while sends remain
+// unacknowledged. A background thread, running only while something is listed (it ends when the
+// list empties, so closing every comm leaves no thread), drives each listed
+// comm every kPeriodNs unless its owner is inside it (Comm::TryIdleProgress: try-lock of the comm's
+// drive lock, which isend/test hold), and drops it once it is acknowledged, ended, or NCCL holds a
+// request of it again. A comm leaves the list before it is destroyed (Remove waits for a pass in
+// progress). Lock order: a comm's drive lock, then the list's; the thread never waits for a comm.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace rr::net {
+
+class Comm;
+
+class IdleSends {
+ public:
+  static constexpr uint64_t kPeriodNs = 5'000'000;   // far under the stall and heartbeat timers
+
+  static IdleSends& Get();
+  ~IdleSends();
+  void Add(Comm* c);
+  void Remove(Comm* c);
+  std::size_t listed();
+
+ private:
+  void Run();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Comm*> comms_;
+  std::thread thread_;
+  bool running_ = false;
+  bool stop_ = false;
+};
+
+}  // namespace rr::net
