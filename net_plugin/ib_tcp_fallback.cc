@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "conn.h"
+#include "frame_iov.h"
 
 namespace rr::net {
 
@@ -114,14 +115,7 @@ void IbTcpSendLink::Write(int i, uint64_t now, bool* progressed) {
     }
     const size_t len = s.f.hdr.len;
     iovec iov[2];
-    int cnt = 0;
-    if (s.done < sizeof(Frame)) {
-      iov[cnt++] = {reinterpret_cast<uint8_t*>(&s.f.hdr) + s.done, sizeof(Frame) - s.done};
-      if (len > 0) iov[cnt++] = {const_cast<uint8_t*>(s.f.payload), len};
-    } else {
-      size_t off = s.done - sizeof(Frame);
-      iov[cnt++] = {const_cast<uint8_t*>(s.f.payload) + off, len - off};
-    }
+    const int cnt = FrameIov(s.f, s.done, iov);
     size_t n = 0;
     int err = 0;
     IoState st = tcp_->Writev(i, iov, cnt, &n, &err);
@@ -217,6 +211,11 @@ void IbTcpRecvLink::Sync() {
   out_done_ = 0;
 }
 
+void IbTcpRecvLink::ReadFailed(uint64_t now, IoState st, int err) {
+  Error(now, st == IoState::kClosed ? "closed by the sender" : std::string("receive failed: ") + strerror(err),
+        st == IoState::kClosed || err == ECONNRESET);
+}
+
 void IbTcpRecvLink::Error(uint64_t now, const std::string& why, bool peer_closed) {
   core_->OnLinkError(now, idx_, why, peer_closed);
   Sync();
@@ -241,8 +240,7 @@ bool IbTcpRecvLink::ReadStream(int i, uint64_t now) {
         IoState st = tcp_->Read(i, reinterpret_cast<uint8_t*>(&s.hdr) + s.hdr_got, sizeof(Frame) - s.hdr_got, &n, &err);
         if (st == IoState::kAgain) return moved;
         if (st != IoState::kOk) {
-          Error(now, st == IoState::kClosed ? "closed by the sender" : std::string("receive failed: ") + strerror(err),
-                st == IoState::kClosed || err == ECONNRESET);
+          ReadFailed(now, st, err);
           return moved;
         }
         moved = true;
@@ -271,8 +269,7 @@ bool IbTcpRecvLink::ReadStream(int i, uint64_t now) {
       IoState st = tcp_->Read(i, to, want, &n, &err);
       if (st == IoState::kAgain) return moved;
       if (st != IoState::kOk) {
-        Error(now, st == IoState::kClosed ? "closed by the sender" : std::string("receive failed: ") + strerror(err),
-              st == IoState::kClosed || err == ECONNRESET);
+        ReadFailed(now, st, err);
         return moved;
       }
       moved = true;

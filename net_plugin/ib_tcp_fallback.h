@@ -124,6 +124,7 @@ class IbTcpRecvLink final : public ib::SideRecvLink {
   };
   bool ReadStream(int s, uint64_t now);
   void Error(uint64_t now, const std::string& why, bool peer_closed);
+  void ReadFailed(uint64_t now, IoState st, int err);   // a read that ended the link: closed or failed
 
   RecvCore* core_;
   int idx_;

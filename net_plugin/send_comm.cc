@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "conn.h"
+#include "frame_iov.h"
 #include "idle_sends.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
@@ -255,14 +256,7 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
     }
     size_t len = s.f.hdr.len;
     iovec iov[2];
-    int cnt = 0;
-    if (s.done < sizeof(Frame)) {
-      iov[cnt++] = {reinterpret_cast<uint8_t*>(&s.f.hdr) + s.done, sizeof(Frame) - s.done};
-      if (len > 0) iov[cnt++] = {const_cast<uint8_t*>(s.f.payload), len};
-    } else {
-      size_t off = s.done - sizeof(Frame);
-      iov[cnt++] = {const_cast<uint8_t*>(s.f.payload) + off, len - off};
-    }
+    const int cnt = FrameIov(s.f, s.done, iov);
     size_t n = 0;
     int err = 0;
     IoState st = l.link->Writev(i, iov, cnt, &n, &err);
