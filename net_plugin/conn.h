@@ -185,6 +185,7 @@ class Comm {
   // After a send's test() reported it done: lists the comm in IdleSends if NCCL holds none of its
   // requests while the peer still owes acks.
   void MaybeListIdle(const SendCore& core);
+  bool OwesIdleProgress(const SendCore& core) const;
   // Whether an idle send comm still needs IdleSends, and drives it once if so (drive_mu_ held).
   bool IdleProgressWith(const SendCore& core, const std::function<Status()>& progress);
   virtual bool IdleProgress() { return false; }

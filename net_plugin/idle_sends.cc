@@ -42,11 +42,6 @@ void IdleSends::Remove(Comm* c) {
   cv_.notify_one();
 }
 
-std::size_t IdleSends::listed() {
-  std::lock_guard<std::mutex> lk(mu_);
-  return comms_.size();
-}
-
 void IdleSends::Run() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_ && !comms_.empty()) {

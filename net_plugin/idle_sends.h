@@ -37,7 +37,6 @@ class IdleSends {
   ~IdleSends();
   void Add(Comm* c);
   void Remove(Comm* c);
-  std::size_t listed();
 
  private:
   void Run();

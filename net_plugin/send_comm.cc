@@ -113,16 +113,21 @@ SendComm::~SendComm() {
   LingerUntilAcked(core_, [this] { return Progress(); });
 }
 
+// NCCL holds none of the comm's requests, so it will not drive it, while the peer still owes acks.
+bool Comm::OwesIdleProgress(const SendCore& core) const {
+  return pool_.in_use() == 0 && core.unacknowledged() && core.state() == ConnState::kActive;
+}
+
 void Comm::MaybeListIdle(const SendCore& core) {
-  if (idle_listed_ || pool_.in_use() != 0 || !core.unacknowledged() || core.state() != ConnState::kActive) return;
+  if (idle_listed_ || !OwesIdleProgress(core)) return;
   IdleSends::Get().Add(this);
   idle_listed_ = true;
 }
 
 bool Comm::IdleProgressWith(const SendCore& core, const std::function<Status()>& progress) {
-  if (pool_.in_use() != 0 || !core.unacknowledged() || core.state() != ConnState::kActive) return false;
+  if (!OwesIdleProgress(core)) return false;
   (void)progress();   // an error is the connection's: the next test() reports it
-  return core.unacknowledged() && core.state() == ConnState::kActive;
+  return OwesIdleProgress(core);
 }
 
 bool Comm::TryIdleProgress() {
