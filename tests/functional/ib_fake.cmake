@@ -58,8 +58,8 @@ if(TARGET nccl-net-rerail)
   set_tests_properties(ib_fake_plugin PROPERTIES LABELS functional TIMEOUT 120
     ENVIRONMENT "RERAIL_TRANSPORT=ib;RERAIL_IB_LIB=$<TARGET_FILE:fakeverbs>;FAKEVERBS_DEVICES=4;RERAIL_TCP_IFNAME=lo;RERAIL_MAX_RECVS=8"
     FAIL_REGULAR_EXPRESSION "\\[  SKIPPED \\]|\\[  FAILED  \\]")
-  # RERAIL_IB_QPS_PER_LINK: 1 and 4 QPs per link (the sender's choice, followed by the receiver).
-  foreach(qps 1 4)
+  # RERAIL_IB_QPS_PER_LINK: 2 and 4 QPs per link (the default is 1) (the sender's choice, followed by the receiver).
+  foreach(qps 2 4)
     add_test(NAME ib_fake_plugin_qps${qps} COMMAND $<TARGET_FILE:test_ib_plugin> --gtest_color=no
              --gtest_filter=*EverySize*:*FailoverThroughTheAbi*)
     set_tests_properties(ib_fake_plugin_qps${qps} PROPERTIES LABELS functional TIMEOUT 120

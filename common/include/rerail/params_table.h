@@ -47,8 +47,8 @@
            "RC QP local ACK timeout exponent: one try waits 4.096 us x 2^value (14: 67 ms). With RERAIL_IB_RETRY_CNT it bounds how long a dead path " \
            "takes to fail (14 and 3: ~270 ms; NCCL's 20 and 7: ~34 s) before rerail fails over") \
   RR_PARAM(IbRetryCnt, "IB_RETRY_CNT", kInt, "3", "", "0:7", "RC QP transport retries before RETRY_EXC_ERR (see RERAIL_IB_TIMEOUT)") \
-  RR_PARAM(IbQpsPerLink, "IB_QPS_PER_LINK", kInt, "2", "QPs", "1:16",                                      \
-           "RC QPs per IB link (per rail per connection; NCCL_IB_QPS_PER_CONNECTION's role): the sender's value, which the receiver follows") \
+  RR_PARAM(IbQpsPerLink, "IB_QPS_PER_LINK", kInt, "1", "QPs", "1:16",                                      \
+           "RC QPs per IB link (per rail per connection; NCCL_IB_QPS_PER_CONNECTION's role and default): the sender's value, which the receiver follows") \
   RR_PARAM(IbTcpFallback, "IB_TCP_FALLBACK", kBool, "0", "", "",                                             \
            "RERAIL_TRANSPORT=ib: each connection also gets one TCP link (RERAIL_TCP_STREAMS streams, over the bootstrap's interface) that carries " \
            "data only while none of its IB links is usable: a comm whose IB ports all fail goes on over TCP with nothing lost, and goes back to IB " \

@@ -253,9 +253,9 @@ TEST_F(IbPlugin, EverySizeThroughTheAbi) {
   Exchange(sizes, 10000);
   EXPECT_TRUE(Logged(g_infos, "transports: ib(fake0,fake1,fake2,fake3)")) << "not over IB";
   EXPECT_TRUE(Logged(g_infos, "IB bootstrap")) << "no bootstrap stream";
-  // RERAIL_IB_QPS_PER_LINK (default 2): the receiver built its links with the sender's QP count.
+  // RERAIL_IB_QPS_PER_LINK (default 1): the receiver built its links with the sender's QP count.
   const char* q = getenv("RERAIL_IB_QPS_PER_LINK");
-  std::string qps = std::string(q != nullptr ? q : "2");
+  std::string qps = std::string(q != nullptr ? q : "1");
   qps = ", " + qps + (qps == "1" ? " QP" : " QPs") + ", epoch";
   EXPECT_TRUE(Logged(g_infos, qps)) << "no link up with '" << qps << "'";
   rr::rails::BoardSnapshot b;

@@ -12,8 +12,9 @@
 #   asserted: 8 MiB broadcast (one direction) on 2 rails and on rxe0 only, ib_write_bw on rxe0 (when
 #   perftest is installed), and their ratios.
 # failover: rail 0 of guest a is pulled (QEMU set_link off, RXE_CUT) for 6 s during 1 MiB sendrecv
-#   loops of 10 s each: the run must end with #wrong 0 and at least one failover WARN naming rxe0; the
-#   times guest a saw (port down event -> its failover WARN, port up -> failback) are printed.
+#   loops of 10 s each, over links of 2 QPs: the run must end with #wrong 0 and at least one failover
+#   WARN naming rxe0; the times guest a saw (port down event -> its failover WARN, port up ->
+#   failback) are printed.
 set -uo pipefail
 mode=$1 guest=$2 perf=$3 so=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -111,6 +112,7 @@ else:
     rows = verified("cut", ra["cut"][0], ra["cut"][1], ["sendrecv"], [1 << 20])
     need(rb["cut"][1] == 0, f"cut: rank 1 exit {rb['cut'][1]}")
     ib_used("cut", ra["cut"][0], rb["cut"][0], "rxe0,rxe1")
+    need(", 2 QPs, epoch" in ra["cut"][0] + rb["cut"][0], "cut: links of 2 QPs (RERAIL_IB_QPS_PER_LINK=2)")
     need("rxe-guest: cut: guest a rail 0 off" in out, "the host pulled rail 0 of guest a")
     w = [l for l in warns(ra["cut"][0]) + warns(rb["cut"][0]) if "rxe0" in l and "failed" in l]
     need(w, "a failover WARN naming rxe0")

@@ -13,6 +13,8 @@
 #             rxe0 only (figures); "## run wbw": ib_write_bw on rxe0, a -> b (the reference figure).
 #   failover: "## run cut": 1 MiB sendrecv loops of --duration 10 s while the host pulls rail 0 of
 #             guest a (RXE_CUT); every output line of guest a is stamped "[EPOCHREALTIME]".
+#             Two QPs per link here (RERAIL_IB_QPS_PER_LINK=2; the default is 1), so a multi-QP link fails
+#             over on a real verbs stack too.
 set -u
 mode=$1 perf=$2 so=$3
 rank=0 peer_rdv=10.20.1.1
@@ -73,10 +75,10 @@ case "$mode" in
     ;;
   failover)
     if [ "$RXE_ROLE" = a ]; then
-      run cut -- sendrecv -b 1M -e 1M -w 2 -c 1 --duration 10 --timeout 150 |
+      run cut RERAIL_IB_QPS_PER_LINK=2 -- sendrecv -b 1M -e 1M -w 2 -c 1 --duration 10 --timeout 150 |
         while IFS= read -r l; do echo "[$EPOCHREALTIME] $l"; done
     else
-      run cut -- sendrecv -b 1M -e 1M -w 2 -c 1 --duration 10 --timeout 150
+      run cut RERAIL_IB_QPS_PER_LINK=2 -- sendrecv -b 1M -e 1M -w 2 -c 1 --duration 10 --timeout 150
     fi
     ;;
   *) echo "rxe_pair_perf_guest: unknown mode $mode"; exit 2 ;;
