@@ -134,7 +134,10 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.chunk = static_cast<uint32_t>(Params::Int(ParamId::ChunkSize));
   cfg_.eager_max = static_cast<size_t>(Params::Int(ParamId::EagerMax));
   cfg_.eager_pool = static_cast<size_t>(Params::Int(ParamId::EagerPool));
+  // 0 = automatic: NCCL's IB default (8) on IB ports; 1 on TCP, where a send may leave before its
+  // receive is posted (eager), which grouping would end (net_plugin/README.md, "Grouped receives").
   cfg_.max_recvs = static_cast<int>(Params::Int(ParamId::MaxRecvs));
+  if (cfg_.max_recvs == 0) cfg_.max_recvs = ib_ != nullptr ? kMaxRecvs : 1;
   cfg_.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
 #if RERAIL_WITH_IB
   if (ib_ != nullptr) cfg_.streams = ib_->link.streams;  // QPs per IB link (the init line)
@@ -159,9 +162,9 @@ Status Plugin::FirstInit(int abi_version) {
   std::ostringstream names;
   for (int i = 0; i < NumDevs(); ++i) names << (i ? "," : "") << Dev(i).name;
   RR_INFO(log::kFlagInit | log::kFlagNet,
-          "rerail %s ABI v%d, transports: %s(%s), policy %s, %d stream(s)/link, chunk %u B, nofile %lu",
+          "rerail %s ABI v%d, transports: %s(%s), policy %s, %d stream(s)/link, chunk %u B, maxRecvs %d, nofile %lu",
           rr::Version(), abi_version, ib_ != nullptr ? "ib" : transport_->name(), names.str().c_str(),
-          cfg_.policy == Policy::kFailover ? "failover" : "stripe", cfg_.streams, cfg_.chunk,
+          cfg_.policy == Policy::kFailover ? "failover" : "stripe", cfg_.streams, cfg_.chunk, cfg_.max_recvs,
           static_cast<unsigned long>(nofile));
   return Status::Ok();
 }

@@ -385,6 +385,9 @@ class SendCore final : public CoreBase {
   // and a 0-byte one (an end-of-stream marker) holds no eager bytes, so this, not eager_bytes(), is
   // what a closing comm must wait for: until the ack, only this core can re-send it.
   bool unacknowledged() const { return acked_ < next_seq_; }
+  // A send waits: a message is unacknowledged, or NCCL retries an isend that waits for the receiver's
+  // announcement (grouped mode). Every usable link carries heartbeats meanwhile.
+  bool SendWaits() const { return acked_ < next_seq_ || awaits_element_; }
   uint64_t acked() const { return acked_; }
   const Scheduler& scheduler() const { return sched_; }
   // Last-resort links (above): whether one carries data now, and the data chunks handed to last-resort
@@ -475,6 +478,7 @@ class SendCore final : public CoreBase {
   uint64_t sched_seq_ = 0;
   Elem elems_[RxTracker::kWindow];
   uint64_t group_ = 0;             // grouped mode: first seq of the current group
+  bool awaits_element_ = false;    // grouped mode: the last isend found no announced buffer (NCCL retries)
   uint64_t last_seq_ = 0;
   uint64_t acked_ = 0;
   uint64_t credit_ = 0;            // receives the peer has posted: only messages below it are sent

@@ -143,7 +143,10 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
   uint64_t seq = next_seq_;
   if (cfg_.grouped) {
     Status err;
-    if (!TakeElement(tag, size, &seq, &err)) return err;  // Ok: NCCL retries (net_ib's NULL request)
+    // No buffer yet: NCCL retries (net_ib's NULL request). Meanwhile the links carry heartbeats, so a
+    // black hole that swallows the announcement is detected and, with no link left, given up on.
+    awaits_element_ = !TakeElement(tag, size, &seq, &err);
+    if (awaits_element_) return err;
   } else if (next_seq_ - acked_ >= static_cast<uint64_t>(RxTracker::kWindow)) {
     return Status::Ok();  // NCCL retries
   }
@@ -582,9 +585,9 @@ void SendCore::Poll(uint64_t now) {
     }
   }
   // While a send waits, every usable link carries a heartbeat per period: with no chunk to write (the
-  // receiver's credit or acks lost in a black hole) nothing would be in flight, the watchdog could
-  // not see the link die, and a sender with every link black-holed would never give up.
-  if (acked_ < next_seq_) {
+  // receiver's credit, acks or announcements lost in a black hole) nothing would be in flight, the
+  // watchdog could not see the link die, and a sender with every link black-holed would never give up.
+  if (SendWaits()) {
     for (auto& l : links_) {
       if (l.fsm.usable() && now >= l.next_hb_ns) l.hb_due = true, l.next_hb_ns = now + cfg_.heartbeat_ns;
     }
@@ -605,7 +608,7 @@ void SendCore::Poll(uint64_t now) {
   int live = LiveLinks();
   int working = 0;
   for (const auto& l : links_) working += l.fsm.usable() && !Stalled(l) && !l.rail_down;
-  bool give_up = GiveUpDue(next_seq_ > 0, working, now, cfg_.giveup_ns);
+  bool give_up = GiveUpDue(next_seq_ > 0 || awaits_element_, working, now, cfg_.giveup_ns);
   if (live > 0) {
     peer_closed_links_ = 0;
     if (give_up) {
@@ -635,7 +638,7 @@ uint64_t SendCore::Deadline() const {
     if (l.fsm.state() == LinkState::kFailed && !l.has_transport && !l.rail_down) d = std::min(d, l.retry_at_ns);
     if (l.fsm.state() == LinkState::kProbing && l.has_transport) d = std::min(d, l.probe_since_ns + ProbeTimeoutNs() + 1);
   }
-  if (acked_ < next_seq_) {
+  if (SendWaits()) {
     for (const auto& l : links_) {
       if (l.fsm.usable()) d = std::min(d, l.next_hb_ns);
     }

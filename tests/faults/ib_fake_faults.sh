@@ -453,11 +453,14 @@ run_peerkill() {
 # comm can re-send it (RETRY_EXC_ERR fails fake0, the marker goes again on fake1), so close must linger
 # until it is acknowledged, not leave because a 0-byte send holds no eager byte. Host 1 must receive it;
 # closeSend must return within its linger bound (1 s; < 3 s here). `eofdead`: both of host 0's ports
-# black-holed, the marker cannot arrive: closeSend still returns within the bound.
+# black-holed, the marker cannot arrive. With grouped receives (maxRecvs 8, the IB default) the sender
+# never gets the receive's announcement, so its isend is refused (NULL, as net_ib's without a CTS) until
+# RERAIL_GIVEUP_MS (1.5 s here), then fails with ncclRemoteError: an error, never a hang; closeSend
+# still returns within the bound.
 run_eofclose() {
   local both=${1:-}
   env0="FAULT_PEER_LAST=send FAULT_PEER_CLOSE_NOW=1" env1="FAULT_PEER_LAST=recv" \
-    start_peers eofclose 3000 FAULT_PEER_LAST_BYTES=0 RERAIL_STALL_MS=300
+    start_peers eofclose 3000 FAULT_PEER_LAST_BYTES=0 RERAIL_STALL_MS=300 ${both:+RERAIL_GIVEUP_MS=1500}
   local _ closed
   for _ in $(seq 400); do
     grep -q READY "$work/out0" && grep -q READY "$work/out1" && break
@@ -470,9 +473,14 @@ run_eofclose() {
   finish_peers
   # eofdead: host 1 never gets the marker (hang=1, or an error once host 0 closed): host 0 alone is judged
   [ -z "$both" ] || why=$(tr ';' '\n' <<<"$why" | grep -v '^ *$' | grep -v host1 | sed 's/$/;/' | tr -d '\n')
-  [ "$e0" = 0 ] || why+=" host0 exit $e0;"
-  [ "$(field "$r0" err)" = 0 ] || why+=" host0 err=$(field "$r0" err);"
-  [ "$(field "$r0" sent)" = 1 ] || why+=" host0 did not complete the 0-byte send;"
+  if [ -n "$both" ]; then
+    [ "$e0" = 4 ] || why+=" host0 exit $e0 (want 4: error);"
+    [ "$(field "$r0" err)" = 6 ] || why+=" host0 err=$(field "$r0" err) (want 6, ncclRemoteError, after RERAIL_GIVEUP_MS);"
+  else
+    [ "$e0" = 0 ] || why+=" host0 exit $e0;"
+    [ "$(field "$r0" err)" = 0 ] || why+=" host0 err=$(field "$r0" err);"
+    [ "$(field "$r0" sent)" = 1 ] || why+=" host0 did not complete the 0-byte send;"
+  fi
   closed=$(sed -n 's/^CLOSED close_ms=//p' "$work/out0")
   [ -n "$closed" ] && [ "$closed" -lt 3000 ] || why+=" host0's closeSend took ${closed:-forever} ms (bound: 1 s linger);"
   eof_figures="closeSend ${closed:-?} ms"

@@ -22,8 +22,9 @@
   RR_PARAM(EagerPool, "EAGER_POOL", kInt, "1048576", "bytes", "0:67108864",                               \
            "Bytes of eager-send copies one connection may hold until acknowledged; a send that does not fit " \
            "is sent the normal way")                                                                          \
-  RR_PARAM(MaxRecvs, "MAX_RECVS", kInt, "1", "buffers", "1:8",                                            \
-           "maxRecvs offered to NCCL (grouped receives, TCP and IB; 8 = NCCL's IB default, lets NCCL share comms across PXN peers). " \
+  RR_PARAM(MaxRecvs, "MAX_RECVS", kInt, "0", "buffers", "0:8",                                            \
+           "maxRecvs offered to NCCL (grouped receives, TCP and IB; 8 = NCCL's IB default, lets NCCL share comms across PXN peers); " \
+           "0 = automatic: 8 with RERAIL_TRANSPORT=ib when IB ports are offered, 1 on TCP. " \
            "Above 1 a sender takes a message slot only once the receiver announced it (no send before the receive " \
            "is posted); set the same value in every process")                                 \
   RR_PARAM(TcpBufSize, "TCP_SOCKBUF", kInt, "0", "bytes", "0:268435456", "SO_SNDBUF/SO_RCVBUF per stream; 0 keeps the kernel's autotuning") \

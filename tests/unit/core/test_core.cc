@@ -1190,4 +1190,38 @@ TEST(Core, GroupedSendLargerThanItsBufferIsRefusedAndAnUnknownTagWaits) {
 }
 
 
+// Every link black-holed before the receiver's announcement arrives: a grouped isend finds no buffer
+// (NULL request) however often NCCL retries. The sender must still see its links die (its heartbeats
+// go unacknowledged) and return an error once RERAIL_GIVEUP_MS passed, not spin on NULL for good.
+TEST(Core, GroupedSendWaitingForAnAnnouncementGivesUpWhenEveryLinkIsBlackHoled) {
+  CoreConfig cfg = GroupedCfg();
+  Pair p(2, 1, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  ASSERT_TRUE(p.link(0).up && p.link(1).up);
+  p.link(0).hole = p.link(1).hole = true;
+  Group g;
+  g.bufs.emplace_back(1000, 0xee);
+  g.caps.push_back(1000);
+  g.tags.push_back(7);
+  g.got.push_back(SIZE_MAX);
+  std::vector<void*> bufs = {g.bufs[0].data()};
+  g.slots.assign(1, nullptr);
+  bool posted = false;
+  ASSERT_TRUE(p.recv().IrecvGroup(p.now(), 1, bufs.data(), g.caps.data(), g.tags.data(), &g, &posted, g.slots.data()).ok());
+  p.on_recv = [](const Completion&) {};
+  std::vector<uint8_t> src(10, 1);
+  const uint64_t t0 = p.now();
+  Status st;
+  while (p.now() - t0 < cfg.giveup_ns + 10 * cfg.stall_ns) {
+    st = p.send().Isend(p.now(), src.data(), src.size(), &src, &posted, 7);
+    ASSERT_FALSE(posted) << "no announcement can arrive through a black hole";
+    if (!st.ok()) break;
+    p.Step();
+  }
+  ASSERT_FALSE(st.ok()) << "the sender kept answering NULL with every link black-holed";
+  EXPECT_EQ(st.code(), Code::kRemoteError) << st.message();
+  EXPECT_GE(p.now() - t0, cfg.giveup_ns) << "gave up too early";
+  EXPECT_LE(p.now() - t0, cfg.giveup_ns + 3 * cfg.stall_ns);
+}
+
 }  // namespace rr::net
