@@ -182,12 +182,14 @@ class Comm {
   // lingers: requests NCCL still holds mean an abort (ncclCommAbort), which must not wait out the
   // linger on every comm of a dead peer.
   void LingerUntilAcked(const SendCore& core, const std::function<Status()>& progress);
-  // After a send's test() reported it done: lists the comm in IdleSends if NCCL holds none of its
-  // requests while the peer still owes acks.
-  void MaybeListIdle(const SendCore& core);
+  // After a test() reported a request done: lists the comm in IdleSends if `owes` (OwesIdleProgress).
+  void MaybeListIdle(bool owes);
+  // NCCL holds none of the comm's requests, so it will not drive it, while a send comm's peer still
+  // owes acks, or a receive comm's sender may still wait for an ack (RecvCore::OwesIdleProgress).
   bool OwesIdleProgress(const SendCore& core) const;
-  // Whether an idle send comm still needs IdleSends, and drives it once if so (drive_mu_ held).
-  bool IdleProgressWith(const SendCore& core, const std::function<Status()>& progress);
+  bool OwesIdleProgress(const RecvCore& core) const;
+  // Whether an idle comm still needs IdleSends (`owes`), and drives it once if so (drive_mu_ held).
+  bool IdleProgressWith(const std::function<bool()>& owes, const std::function<Status()>& progress);
   virtual bool IdleProgress() { return false; }
 
   uint32_t magic_;
@@ -265,9 +267,11 @@ class RecvComm final : public Comm, private CoreObserver {
   // Posts one receive of n buffers (n > 1: a grouped receive, core.h) with capacities caps[] and
   // NCCL's tags[]; *req = nullptr means "retry later". phandle: NCCL's profiler step handle of the
   // first buffer (may be NULL).
+  ~RecvComm() override;
   Status Irecv(int n, void* const* data, const size_t* caps, const int* tags, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
   ConnState state() const { return core_.state(); }
+  bool IdleProgress() override;
 
  private:
   enum class Phase : uint8_t { kHeader, kPayload };

@@ -186,7 +186,7 @@ IbSendComm::~IbSendComm() {
 }
 
 bool IbSendComm::IdleProgress() {
-  return core_ && IdleProgressWith(*core_, [this] { return Progress(); });
+  return core_ && IdleProgressWith([this] { return OwesIdleProgress(*core_); }, [this] { return Progress(); });
 }
 
 Status IbSendComm::PollConnect(bool* ready) {
@@ -326,7 +326,7 @@ Status IbSendComm::Test(Request* r, int* done, int* size) {
   if (size != nullptr) *size = static_cast<int>(r->size);
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
-  MaybeListIdle(*core_);
+  MaybeListIdle(OwesIdleProgress(*core_));
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "conn.h"
+#include "idle_sends.h"
 #include "rerail/clock.h"
 #include "rerail/log.h"
 #include "rerail/prof_net_event.h"
@@ -72,7 +73,17 @@ void RecvComm::Sync() {
   }
 }
 
+RecvComm::~RecvComm() { IdleSends::Get().Remove(this); }
+
+// NCCL holds none of the comm's receives while the sender may still wait for an ack (the ack went
+// out on a link that then died, or not at all yet): IdleSends drives it, so the sender's probes are
+// accepted and the ack is written again on the link they bring.
+bool RecvComm::IdleProgress() {
+  return IdleProgressWith([this] { return OwesIdleProgress(core_); }, [this] { return Progress(true); });
+}
+
 Status RecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, void* phandle, Request** req) {
+  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
   *req = nullptr;
   if (core_.state() == ConnState::kFailed) {
     size_t total = 0;
@@ -267,6 +278,9 @@ void RecvComm::Sample(uint64_t now) {
     s.valid = link != nullptr;
     s.streams = s.valid ? std::min(link->streams(), kMaxStreams) : 0;
     for (int k = 0; k < s.streams && s.valid; ++k) s.valid = link->Sample(k, &s.s[k]);
+    // A control frame handed out by the core but not fully written is not sent either (the core's
+    // ack confirmation, RecvCore::OwesIdleProgress, must not count it as delivered).
+    if (s.valid && s.streams > 0 && links_[i].out_busy) s.s[0].notsent += sizeof(Frame) - links_[i].out_done;
   }
   core_.OnSamples(now, samples_);
   Sync();
@@ -302,6 +316,7 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
 }
 
 Status RecvComm::Test(Request* r, int* done, int* size) {
+  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
   *done = 0;
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "irecv after the connection ended");
   if (r->state != ReqState::kDone) {
@@ -316,6 +331,7 @@ Status RecvComm::Test(Request* r, int* done, int* size) {
   }
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
+  MaybeListIdle(OwesIdleProgress(core_));
   return Status::Ok();
 }
 

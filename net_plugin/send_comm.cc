@@ -113,21 +113,24 @@ SendComm::~SendComm() {
   LingerUntilAcked(core_, [this] { return Progress(); });
 }
 
-// NCCL holds none of the comm's requests, so it will not drive it, while the peer still owes acks.
 bool Comm::OwesIdleProgress(const SendCore& core) const {
   return pool_.in_use() == 0 && core.unacknowledged() && core.state() == ConnState::kActive;
 }
 
-void Comm::MaybeListIdle(const SendCore& core) {
-  if (idle_listed_ || !OwesIdleProgress(core)) return;
+bool Comm::OwesIdleProgress(const RecvCore& core) const {
+  return pool_.in_use() == 0 && core.OwesIdleProgress(NowNs());
+}
+
+void Comm::MaybeListIdle(bool owes) {
+  if (idle_listed_ || !owes) return;
   IdleSends::Get().Add(this);
   idle_listed_ = true;
 }
 
-bool Comm::IdleProgressWith(const SendCore& core, const std::function<Status()>& progress) {
-  if (!OwesIdleProgress(core)) return false;
+bool Comm::IdleProgressWith(const std::function<bool()>& owes, const std::function<Status()>& progress) {
+  if (!owes()) return false;
   (void)progress();   // an error is the connection's: the next test() reports it
-  return OwesIdleProgress(core);
+  return owes();
 }
 
 bool Comm::TryIdleProgress() {
@@ -139,7 +142,7 @@ bool Comm::TryIdleProgress() {
 }
 
 bool SendComm::IdleProgress() {
-  return IdleProgressWith(core_, [this] { return Progress(); });
+  return IdleProgressWith([this] { return OwesIdleProgress(core_); }, [this] { return Progress(); });
 }
 
 void Comm::LingerUntilAcked(const SendCore& core, const std::function<Status()>& progress) {
@@ -375,7 +378,7 @@ Status SendComm::Test(Request* r, int* done, int* size) {
   if (size != nullptr) *size = static_cast<int>(r->size);
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
-  MaybeListIdle(core_);
+  MaybeListIdle(OwesIdleProgress(core_));
   return Status::Ok();
 }
 

@@ -540,6 +540,19 @@ class RecvCore final : public CoreBase {
   // idle: the driver's last pass read nothing (deferred eager acks go out now).
   void Poll(uint64_t now, bool idle);
   uint64_t Deadline() const;
+  // Whether this comm must be driven although NCCL holds none of its receives (IdleSends does it: NCCL
+  // calls a receive comm only while it has a receive there): the sender may still wait for an ack of
+  // messages that completed here, and only this side can accept the links it probes and send the ack
+  // again on them. True from an ack queued (or one not queued yet) until a sample of a link that
+  // carried it shows every byte of its control stream acknowledged by the sender's kernel, and again
+  // after any link drop (the ack may have been lost with it). The sender may still lose an ack its
+  // kernel holds (a reset before it read it, tests/sim seed 100931), so the duty lasts RERAIL_GIVEUP_MS
+  // past that confirmation: the sender's own bound for a wait with no link. It ends at once when the
+  // connection ends, or after RERAIL_GIVEUP_MS with no link (the sender gave up too).
+  bool OwesIdleProgress(uint64_t now) const {
+    return state_ == ConnState::kActive &&
+           (ack_unconfirmed_ || tracker_.completed_prefix() != ack_sent_ || now < owe_until_ns_);
+  }
 
   // ---- introspection
   int links() const { return static_cast<int>(links_.size()); }
@@ -576,6 +589,7 @@ class RecvCore final : public CoreBase {
     uint64_t last_hb_ns = 0;
     bool hb_now = false;    // answer at once (a new link: the sender re-admits it on the first frame)
     bool rail_down = false; // kept alive on a downed rail as the last link (not working)
+    bool carries_ack = false;  // the latest ack was queued on this link (an ack or heartbeat frame)
     StallTracker stall;
   };
 
@@ -601,9 +615,12 @@ class RecvCore final : public CoreBase {
   std::vector<RxTracker::Slot*> deferred_;  // complete, but a late duplicate still writes into the buffer
   uint64_t ack_sent_ = 0;
   uint64_t credit_sent_ = 0;    // receives posted as last announced to the sender
-  bool ack_urgent_ = false;     // a normal message completed since the last ack
+  bool ack_urgent_ = false;     // a dropped link may have carried the last ack: send it again at once
+  uint64_t waited_upto_ = 0;    // 1 + the newest completed message whose sender waits for the ack
   uint32_t eager_unacked_ = 0;  // eager messages completed since the last ack
   size_t eager_unacked_bytes_ = 0;
+  bool ack_unconfirmed_ = false;  // OwesIdleProgress: the sender's kernel may not have the latest ack
+  uint64_t owe_until_ns_ = 0;     // OwesIdleProgress: RERAIL_GIVEUP_MS after the last confirmation
   uint64_t next_sample_ns_ = 0;
 };
 

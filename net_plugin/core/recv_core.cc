@@ -111,6 +111,7 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
   RR_INFO(log::kFlagNet, "conn %016lx: link %d (%s) down: %s", static_cast<unsigned long>(conn_id_), idx,
           l.name.c_str(), why.c_str());
   l.alive = false;
+  l.carries_ack = false;
   l.rx.clear();
   l.out.clear();
   l.stall.Reset();
@@ -120,6 +121,7 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
   ack_sent_ = 0;  // the dropped link may have carried the last ack or credit: announce both again
   credit_sent_ = 0;
   ack_urgent_ = true;
+  ack_unconfirmed_ = tracker_.completed_prefix() > 0;
   int live = LiveLinks();
   if (peer_dropped) return;  // the sender knows, and re-sends on its own
   if (live == 0) {
@@ -306,7 +308,7 @@ void RecvCore::Complete(RxTracker::Slot* slot, const Frame& f) {
   // about to close, and a closing send comm lingers until the ack (up to 1 s) — this receiver may not
   // be called again to flush a deferred one.
   if (IsEager(f) && slot->total > 0) ++eager_unacked_, eager_unacked_bytes_ += static_cast<size_t>(slot->total);
-  else ack_urgent_ = true;  // the sender's request waits for this ack
+  else waited_upto_ = std::max(waited_upto_, f.seq + 1);  // the sender's request waits for this ack
   // The ack may go (every byte is in place); NCCL gets the buffer back only once no late duplicate
   // is still writing into it (identical bytes, but NCCL may reuse the buffer at once).
   if (Placing(slot)) deferred_.push_back(slot);
@@ -369,7 +371,11 @@ void RecvCore::QueueControl(uint64_t now, bool flush_acks) {
   uint64_t prefix = tracker_.completed_prefix();
   uint64_t credit = tracker_.posted();
   // A new credit goes out at once: the sender may be holding a message for it.
-  bool ack_due = (prefix != ack_sent_ && (flush_acks || ack_urgent_ || eager_unacked_ >= kEagerAckEvery ||
+  // A message whose sender waits for its ack may complete before older eager ones: every ack is
+  // urgent until one covers it (deferring the ack that finally does would leave that send waiting for
+  // the receiver's next call, which may never come: tests/sim seed 103173).
+  bool ack_due = (prefix != ack_sent_ && (flush_acks || ack_urgent_ || waited_upto_ > ack_sent_ ||
+                                          eager_unacked_ >= kEagerAckEvery ||
                                           eager_unacked_bytes_ >= cfg_.eager_pool / 2)) ||
                  credit != credit_sent_;
   // The first two live links carry the ack: an ack lost with a failing link would otherwise wait
@@ -378,6 +384,8 @@ void RecvCore::QueueControl(uint64_t now, bool flush_acks) {
   int copies = 0;
   if (ack_due && LiveLinks() > 0) {
     copies = 2;
+    for (auto& l : links_) l.carries_ack = false;  // their copies are older
+    ack_unconfirmed_ = prefix > 0;
     ack_sent_ = prefix;
     credit_sent_ = credit;
     ack_urgent_ = false;
@@ -388,10 +396,12 @@ void RecvCore::QueueControl(uint64_t now, bool flush_acks) {
     if (!l.alive) continue;
     if (copies > 0) {
       l.out.push_back(Frame{FrameMagic(FrameType::kAck), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, credit, 0});
+      l.carries_ack = true;
       --copies;
     }
     if ((l.hb_now || now - l.last_hb_ns >= cfg_.heartbeat_ns) && l.out.size() < 4) {
       l.out.push_back(Frame{FrameMagic(FrameType::kHeartbeat), 0, static_cast<uint32_t>(conn_id_), l.epoch, prefix, credit, 0});
+      l.carries_ack |= prefix == ack_sent_;  // a heartbeat carries the ack too
       l.last_hb_ns = now;
       l.hb_now = false;
     }
@@ -410,6 +420,14 @@ void RecvCore::OnSamples(uint64_t now, const std::vector<LinkSample>& samples) {
       continue;
     }
     l.stall.Sample(samples[idx], now);
+    // The latest ack was handed out on this link and its control stream holds no byte the sender's
+    // kernel has not acknowledged (the driver counts a frame it has not finished writing as notsent).
+    const StreamSample& ctl = samples[idx].s[0];
+    if (l.carries_ack && l.out.empty() && samples[idx].streams > 0 && ctl.outq == 0 && ctl.notsent == 0 &&
+        ack_sent_ == tracker_.completed_prefix() && ack_unconfirmed_) {
+      ack_unconfirmed_ = false;
+      owe_until_ns_ = now + cfg_.giveup_ns;
+    }
     if (Stalled(l) && LiveLinks() > 1) {
       DropLink(now, static_cast<int>(idx), "stall: bytes unacknowledged for " + std::to_string(l.stall.age_ns / 1000000) + " ms", false);
     }
@@ -432,10 +450,14 @@ void RecvCore::Poll(uint64_t now, bool idle) {
   QueueControl(now, idle);
   int working = 0;
   for (const auto& l : links_) working += l.alive && !Stalled(l) && !l.rail_down;
-  if (GiveUpDue(tracker_.posted() > 0, working, now, cfg_.giveup_ns) &&
-      tracker_.completed_prefix() != tracker_.posted()) {
-    (void)Fail(Code::kRemoteError, "no link from the peer for RERAIL_GIVEUP_MS (" +
-                                       std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
+  if (GiveUpDue(tracker_.posted() > 0, working, now, cfg_.giveup_ns)) {
+    if (tracker_.completed_prefix() != tracker_.posted()) {
+      (void)Fail(Code::kRemoteError, "no link from the peer for RERAIL_GIVEUP_MS (" +
+                                         std::to_string(cfg_.giveup_ns / 1000000) + " ms)");
+    } else {
+      ack_unconfirmed_ = false;  // the sender, waiting for it, has given up by now
+      owe_until_ns_ = 0;
+    }
   }
 }
 

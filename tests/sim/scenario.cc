@@ -65,6 +65,8 @@ Scenario Draw(uint64_t seed, const Options& opt) {
   Rng gr(seed ^ 0x67726f7570656421ull);
   sc.group = gr.OneIn(3) ? 1 + static_cast<int>(gr.Below(8)) : 0;
   sc.core.grouped = sc.group > 0;
+  Rng pr(seed ^ 0x6e63636c706f6c6cull);
+  sc.nccl_polling = !pr.OneIn(4);
   int nr = 1 + static_cast<int>(r.Below(8));
   bool equal = r.OneIn(2);
   uint64_t rate0 = r.LogUniform(100'000'000, 400'000'000'000), delay0 = r.LogUniform(1 * kUs, 25 * kMs);
@@ -180,6 +182,7 @@ std::string Scenario::Describe() const {
     << " ms, giveup " << core.giveup_ns / kMs << " ms, backoff " << core.backoff_min_ns / kMs << ".."
     << core.backoff_max_ns / kMs << " ms, sndbuf " << sndbuf << ", rcvbuf " << rcvbuf << ", quantum " << quantum
     << (perturb ? ", perturbed" : "") << (group > 0 ? ", grouped receives of " + std::to_string(group) : std::string())
+    << (nccl_polling ? ", NCCL polling" : ", every comm polled")
     << "\n";
   for (size_t i = 0; i < rails.size(); ++i) {
     char b[120];

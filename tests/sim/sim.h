@@ -142,6 +142,11 @@ struct Scenario {
   // IrecvGroup (tags: message index % 8), the senders pass the same tag. Drawn for a third of the seeds
   // from a generator of its own, so every other draw of a seed is unchanged.
   int group = 0;
+  // NCCL's polling (3/4 of the seeds, from a generator of its own): a comm is driven only while NCCL
+  // has a request on it or one to post; a send comm NCCL left with unacknowledged sends is driven by
+  // the plugin's IdleSends thread every IdleSends::kPeriodNs, a receive comm by nothing. Off: every
+  // comm is driven at its core's deadline (a driver that polls everything, as rerail-perf's engine).
+  bool nccl_polling = false;
   bool perturb = false;          // same-time events in a seeded order instead of insertion order
   uint64_t bench_skip = 0;       // benchmarks: receives completed before the measurement starts
   std::string Describe() const;

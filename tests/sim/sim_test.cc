@@ -409,6 +409,19 @@ TEST(Sim, RegressionAckedDuplicatesInASocketAreNotAnEmptyLink) {
   EXPECT_EQ(r.errors, 0u);
 }
 
+// NCCL's polling (swarm seed 137, the first seed the model failed without IdleSends): an eager send
+// completes once written, so NCCL stops calling its comm; rail 1 is black-holed with the message on
+// it. Only the sender's own progress can re-send it, and with NCCL calling nothing the plugin's
+// IdleSends thread drives it (net_plugin/idle_sends.h). With that thread taken out of the model the
+// message stayed open (5.4 s against a 0.9 s bound): the stall an H200 run showed under NCCL.
+TEST(Sim, RegressionEagerSendNcclStoppedDrivingIsReSentByIdleSends) {
+  Scenario sc = Draw(137, Options{});
+  ASSERT_TRUE(sc.nccl_polling);
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+  EXPECT_EQ(r.errors, 0u);
+}
+
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;
   for (uint64_t seed = 1; seed <= 30; ++seed) {

@@ -264,6 +264,8 @@ class World {
   // drivers and oracles (world_drivers.cc)
   void Wake(int comm, int side, uint64_t t);
   void Pump(int comm, int side);
+  bool NcclDrives(const detail::Comm& c, int side) const;  // NCCL has a request on it, or one to post
+  bool IdleSendsDrive(const detail::Comm& c, int side) const;  // Comm::OwesIdleProgress
   void PumpSend(detail::Comm& c);
   bool SendSetup(detail::Comm& c);
   bool SendWrites(detail::Comm& c);

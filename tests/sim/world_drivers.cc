@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "idle_sends.h"
 #include "world.h"
 
 namespace rr::sim {
@@ -233,17 +234,49 @@ void World::Wake(int k, int side, uint64_t t) {
   Push(t, detail::kPump, k * 2 + side);
 }
 
+// NCCL calls into a comm (connect, isend / irecv retried, test of its oldest request) only while it
+// has a request there or one to post.
+bool World::NcclDrives(const Comm& c, int side) const {
+  const size_t n = c.msgs.size(), w = static_cast<size_t>(c.spec.window);
+  if (side == 0) {
+    return !c.ready || c.s_test < c.s_post ||
+           (c.s_post < n && c.s_post - c.s_test < w && (c.eng[0] < 0 || c.s_post < engines_[c.eng[0]].filled));
+  }
+  return c.r_test < c.r_post ||
+         (c.r_post < n && c.r_post - c.r_test < w && (c.eng[1] < 0 || c.r_post < engines_[c.eng[1]].consumed + w));
+}
+
+// The plugin's IdleSends thread drives a comm NCCL holds no request of (net_plugin/idle_sends.h,
+// Comm::OwesIdleProgress): a send comm while its sends are unacknowledged, a receive comm while its
+// sender may still wait for an ack (RecvCore::OwesIdleProgress).
+bool World::IdleSendsDrive(const Comm& c, int side) const {
+  if (side == 1) return c.r_test == c.r_post && c.recv->OwesIdleProgress(now_);
+  return c.ready && c.s_test == c.s_post && c.send->unacknowledged() && c.send->state() == net::ConnState::kActive;
+}
+
 void World::Pump(int k, int side) {
   Comm& c = *comms_[k];
   if (now_ != c.pump_at[side]) return;  // superseded by an earlier pump
   c.pump_at[side] = UINT64_MAX;
   if (c.dead[side] || c.failed[side]) return;
   if (now_ < c.pause_until[side]) return Wake(k, side, c.pause_until[side]);
+  constexpr uint64_t kIdleNs = net::IdleSends::kPeriodNs;
+  const uint64_t idle_pass = (now_ + kIdleNs - 1) / kIdleNs * kIdleNs;  // the IdleSends thread's next pass
+  if (sc_.nccl_polling && !NcclDrives(c, side)) {
+    // Nobody calls a comm that owes nothing: a post wakes it (MaybePost, EngineStep). One that owes
+    // its peer something waits for the next IdleSends pass.
+    if (!IdleSendsDrive(c, side)) return;
+    if (now_ != idle_pass) return Wake(k, side, idle_pass);
+  }
   if (debug_ >= 1) Trace("pump comm %d side %d", k, side);
   if (side == 0) PumpSend(c);
   else PumpRecv(c);
   if (c.failed[side] || violated()) return;
   uint64_t d = side == 0 ? c.send->Deadline() : c.recv->Deadline();
+  if (sc_.nccl_polling && !NcclDrives(c, side)) {
+    if (!IdleSendsDrive(c, side)) return;
+    d = now_ / kIdleNs * kIdleNs + kIdleNs;
+  }
   if (d == UINT64_MAX) return;
   if (d <= now_) {  // NCCL would poll again at once; a core that always asks for that spins
     if (++c.spins[side] > 100000) {

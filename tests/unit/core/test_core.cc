@@ -937,6 +937,82 @@ TEST(Core, ALinkDropNoticeLostWithEveryLinkIsRepeatedOnTheNextLinkUp) {
   EXPECT_NE(send.link_state(0), LinkState::kHealthy);
 }
 
+// A message whose sender waits for its ack (not eager) completes before an older eager one; an ack
+// goes out for the prefix before the eager one. When the eager one then completes, the ack that finally
+// covers the waited-for message must go out at once, not wait for an idle test() (NCCL calls none once
+// every receive completed: the send waited for good, tests/sim seed 103173).
+TEST(Core, TheAckThatCoversAWaitedForMessageIsNeverDeferred) {
+  CoreConfig cfg = Cfg();  // eager up to 1024 B
+  RecvCore recv(cfg, 0x77, cfg.chunk, nullptr);
+  ASSERT_TRUE(recv.OnLinkUp(0, 0, 0, 0, 1, "l0"));
+  std::vector<uint8_t> b0(100), b1(100), b2(4096);
+  void* slots[3] = {};
+  bool posted = false;
+  ASSERT_TRUE(recv.Irecv(0, b0.data(), b0.size(), &b0, &posted, &slots[0]).ok() && posted);
+  ASSERT_TRUE(recv.Irecv(0, b1.data(), b1.size(), &b1, &posted, &slots[1]).ok() && posted);
+  ASSERT_TRUE(recv.Irecv(0, b2.data(), b2.size(), &b2, &posted, &slots[2]).ok() && posted);
+  auto deliver = [&](uint64_t seq, uint32_t len, bool eager) {
+    Frame f{FrameMagic(FrameType::kData) | (eager ? kFrameEager : 0u), len, 0x77, 0, seq, 0, len};
+    RxAction a = recv.OnFrame(1, 0, 0, f);
+    ASSERT_EQ(a.kind, RxAction::kPlace) << "message " << seq;
+    recv.OnPayload(1, 0, 0);
+  };
+  auto acks = [&](uint64_t now) {  // the cumulative acks queued by a pass that read something
+    recv.Poll(now, false);
+    std::vector<uint64_t> v;
+    Frame f{};
+    while (recv.NextControl(now, 0, &f)) {
+      if (TypeOf(f) == FrameType::kAck) v.push_back(f.seq);
+    }
+    return v;
+  };
+  (void)acks(1);  // the link's first heartbeat and credit
+  deliver(0, 100, true);
+  deliver(2, 4096, false);  // its sender waits for the ack
+  EXPECT_EQ(acks(2 * kMs), std::vector<uint64_t>{1}) << "the ack for the prefix so far";
+  deliver(1, 100, true);  // eager: alone it would be acknowledged in an idle pass
+  EXPECT_EQ(acks(3 * kMs), std::vector<uint64_t>{3}) << "the ack covering message 2 was deferred";
+}
+
+// NCCL holds no receive of a comm whose receives all completed, so it calls nothing there; while the
+// sender may still wait for their ack, IdleSends must drive it (RecvCore::OwesIdleProgress). The duty
+// starts with the ack, survives its confirmation for RERAIL_GIVEUP_MS (a reset may still lose it in
+// the sender's socket), comes back with any link drop, and ends with the connection.
+TEST(Core, AReceiverOwesIdleProgressUntilItsAckIsSafe) {
+  CoreConfig cfg = Cfg();
+  RecvCore recv(cfg, 0x66, cfg.chunk, nullptr);
+  ASSERT_TRUE(recv.OnLinkUp(0, 0, 0, 0, 1, "l0"));
+  EXPECT_FALSE(recv.OwesIdleProgress(0)) << "nothing completed, nothing owed";
+  std::vector<uint8_t> b(4096);
+  void* slot = nullptr;
+  bool posted = false;
+  ASSERT_TRUE(recv.Irecv(0, b.data(), b.size(), &b, &posted, &slot).ok() && posted);
+  Frame f{FrameMagic(FrameType::kData), 4096, 0x66, 0, 0, 0, 4096};
+  ASSERT_EQ(recv.OnFrame(kMs, 0, 0, f).kind, RxAction::kPlace);
+  recv.OnPayload(kMs, 0, 0);
+  EXPECT_TRUE(recv.OwesIdleProgress(kMs)) << "the ack is not even queued";
+  recv.Poll(kMs, false);
+  Frame c{};
+  while (recv.NextControl(kMs, 0, &c)) {}
+  EXPECT_TRUE(recv.OwesIdleProgress(kMs)) << "written, not known to have arrived";
+  std::vector<LinkSample> s(1);
+  s[0].valid = true;
+  s[0].streams = 1;
+  s[0].s[0].outq = 40;  // the ack frame still unacknowledged by the sender's kernel
+  recv.OnSamples(2 * kMs, s);
+  EXPECT_TRUE(recv.OwesIdleProgress(2 * kMs));
+  s[0].s[0].outq = 0;
+  s[0].s[0].acked_bytes = 200;
+  const uint64_t confirmed = 3 * kMs;
+  recv.OnSamples(confirmed, s);
+  EXPECT_TRUE(recv.OwesIdleProgress(confirmed + cfg.giveup_ns - 1)) << "a reset may still lose it";
+  EXPECT_FALSE(recv.OwesIdleProgress(confirmed + cfg.giveup_ns)) << "owed for good";
+  recv.OnLinkError(confirmed + cfg.giveup_ns, 0, "test: reset", false);
+  EXPECT_TRUE(recv.OwesIdleProgress(confirmed + cfg.giveup_ns)) << "the ack may have been lost with the link";
+  (void)recv.Abort(Code::kInternalError, "test: the connection ends");
+  EXPECT_FALSE(recv.OwesIdleProgress(confirmed + cfg.giveup_ns)) << "an ended connection owes nothing";
+}
+
 TEST(Core, AnEndedCommLeavesTheSharedRailLoad) {
   RailLoad loads[kMaxRails];
   CoreConfig cfg;
