@@ -335,6 +335,7 @@ Status IbSendComm::Test(Request* r, int* done, int* size) {
 // Closing: the ack of the last message may still be a posted SEND that a destroyed QP would never
 // execute (a TCP close still delivers what was written); drive I/O until every control frame went out.
 IbRecvComm::~IbRecvComm() {
+  IdleSends::Get().Remove(this);
   Deadline dl = Deadline::AfterMs(kAckLingerMs);
   while (!drv_.Quiet() && core_.state() == ConnState::kActive && !dl.Expired()) (void)Progress();
 }
@@ -455,8 +456,15 @@ void IbRecvComm::OnFailover(int link, const std::string& why, uint64_t /*bytes*/
   if (rail >= 0) ReportRecvFailover(cfg_, rail, why);
 }
 
+// NCCL holds none of the comm's receives while the sender may still wait for an ack (RecvCore::
+// OwesIdleProgress): IdleSends drives it, so the sender's new links are answered and carry the ack.
+bool IbRecvComm::IdleProgress() {
+  return IdleProgressWith([this] { return OwesIdleProgress(core_); }, [this] { return Progress(); });
+}
+
 Status IbRecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, ib::MrHandle* const* mhs,
                          void* phandle, Request** req) {
+  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
   *req = nullptr;
   if (core_.state() == ConnState::kFailed) {
     size_t total = 0;
@@ -483,6 +491,7 @@ Status IbRecvComm::Irecv(int n, void* const* data, const size_t* caps, const int
 }
 
 Status IbRecvComm::Test(Request* r, int* done, int* size) {
+  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
   *done = 0;
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "irecv after the connection ended");
   if (r->state != ReqState::kDone) {
@@ -497,6 +506,7 @@ Status IbRecvComm::Test(Request* r, int* done, int* size) {
   }
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
+  MaybeListIdle(OwesIdleProgress(core_));
   return Status::Ok();
 }
 

@@ -166,6 +166,7 @@ class IbRecvComm final : public Comm, private CoreObserver {
   Status Test(Request* r, int* done, int* size) override;
   // Answers the hellos that arrived (IbListenComm::Accept drives it before handing the comm out).
   Status Progress();
+  bool IdleProgress() override;
   // An IB link is up, or the TCP link (every IB port down at connect: the sender's connect returned too).
   bool AnyLinkUp() const;
 
