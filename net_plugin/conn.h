@@ -18,9 +18,12 @@
 //   * the receiver reads each chunk header, then the payload straight into the posted buffer at its
 //     offset (RxTracker decides place / drop / wait), completes a receive when every byte is placed,
 //     and acks in-order completion on the reverse direction of a live link: at once after a normal
-//     message; after an eager one in the next test() on the comm that finds nothing to read (so a
-//     reply goes first and the ack waits off the critical path), with the next normal ack, or at once
-//     when 16 eager messages / half the eager pool are unacknowledged. Heartbeats carry it too. Every RERAIL_HEARTBEAT_MS
+//     message; after eager ones (and a new credit while the sender sends eager messages, which need
+//     none) in the first test() that finds nothing to read 1 ms after the first of them (a control
+//     frame per message would cost a send and a receive each on a small-message ping-pong), with the
+//     next normal ack, when the comm closes, or at once when 16 eager messages / half the eager pool
+//     are unacknowledged or the sender asks for the credit (core.h, "Acks and credits"). Heartbeats
+//     carry it too. Every RERAIL_HEARTBEAT_MS
 //     it also sends a heartbeat (carrying the same cumulative ack) on every live link; the sender
 //     does the same while a send waits (bytes in flight for its own stall watchdog).
 //   * a link fails on a socket error, a link-down event for its local rail (either side: the receiver
@@ -264,6 +267,9 @@ class SendComm final : public Comm, private CoreObserver {
 class RecvComm final : public Comm, private CoreObserver {
  public:
   RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, std::unique_ptr<Link> first);
+  // Closing: an ack or credit the core held back is written now (best effort, non-blocking), so the
+  // sender's close need not linger for it.
+  ~RecvComm() override;
   // Posts one receive of n buffers (n > 1: a grouped receive, core.h) with capacities caps[] and
   // NCCL's tags[]; *req = nullptr means "retry later". phandle: NCCL's profiler step handle of the
   // first buffer (may be NULL).

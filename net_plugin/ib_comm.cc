@@ -336,6 +336,7 @@ Status IbSendComm::Test(Request* r, int* done, int* size) {
 // execute (a TCP close still delivers what was written); drive I/O until every control frame went out.
 IbRecvComm::~IbRecvComm() {
   IdleSends::Get().Remove(this);
+  core_.FlushHeld(NowNs());  // an ack held back (eager messages) goes with the rest
   Deadline dl = Deadline::AfterMs(kAckLingerMs);
   while (!drv_.Quiet() && core_.state() == ConnState::kActive && !dl.Expired()) (void)Progress();
 }

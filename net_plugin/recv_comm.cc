@@ -36,6 +36,24 @@ RecvComm::RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, st
   Attach(std::move(first), NowNs());
 }
 
+RecvComm::~RecvComm() {
+  if (core_.state() != ConnState::kActive) return;
+  const uint64_t now = NowNs();
+  core_.FlushHeld(now);
+  // Best effort and silent: the sender may be gone already (a write error here is no failure of a
+  // connection that is being closed), and a link with a frame half written takes no other.
+  for (size_t idx = 0; idx < links_.size(); ++idx) {
+    RxLink& l = links_[idx];
+    Frame f;
+    while (l.link && !l.out_busy && core_.NextControl(now, static_cast<int>(idx), &f)) {
+      iovec iov{&f, sizeof(Frame)};
+      size_t n = 0;
+      int err = 0;
+      if (l.link->Writev(0, &iov, 1, &n, &err) != IoState::kOk || n != sizeof(Frame)) break;
+    }
+  }
+}
+
 void RecvComm::Attach(std::unique_ptr<Link> link, uint64_t now) {
   const LinkIdentity& id = link->identity();
   if (id.conn_id != conn_id_ ||
@@ -286,8 +304,8 @@ void RecvComm::Sample(uint64_t now) {
   Sync();
 }
 
-// Deferred eager acks go out in a test() call that read nothing: the comm is waiting, so the ack
-// costs no latency on the path of the caller's next message (an irecv never flushes them).
+// Acks and credits the core held back go out in a test() call that read nothing: the comm is waiting,
+// so they cost no latency on the path of the caller's next message (an irecv never flushes them).
 Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
   if (core_.state() == ConnState::kFailed) return core_.status();
   uint64_t now = NowNs();

@@ -61,7 +61,8 @@ enum class FrameType : uint8_t {
   kHeartbeat = 3,  // receiver → sender on every live link every RERAIL_HEARTBEAT_MS; seq = cumulative ack,
                    // offset = credit. Also sender → receiver on every usable link every RERAIL_HEARTBEAT_MS
                    // while a send waits (seq = messages posted, offset = acked; the receiver ignores it):
-                   // bytes in flight for the sender's stall watchdog when it has no chunk to write
+                   // bytes in flight for the sender's stall watchdog when it has no chunk to write; and
+                   // once per message that waits for a credit, with kFrameWantCredit
   kLinkDown = 4,   // either direction, on a surviving link: seq = index of the link that failed,
                    // epoch = its new epoch (the peer drops that link and anything older)
   kPosted = 5,     // receiver -> sender, only to a kHelloFlagGrouped sender: one posted receive buffer
@@ -94,6 +95,12 @@ struct Frame {
 static_assert(sizeof(Frame) == 40, "Frame is 40 bytes on the wire");
 
 constexpr uint32_t kFrameEager = 0x100u;  // kData only: chunk of an eager message
+// kHeartbeat from the sender only: a message waits for the receiver's credit (it is not eager and its
+// seq is not below the last credit heard). seq = messages posted, as in every sender heartbeat. The
+// receiver, which holds back a new credit while the sender sends eager messages (they need none, and a
+// credit per receive is a control frame per message), then sends each new credit at once until it
+// covers seq. A receiver without this rule (it ignores the flag) sends every credit at once anyway.
+constexpr uint32_t kFrameWantCredit = 0x200u;
 
 inline uint32_t FrameMagic(FrameType t) { return kFrameMagic | static_cast<uint32_t>(t); }
 inline bool FrameValid(const Frame& f) { return (f.magic_type & 0xffff0000u) == kFrameMagic; }

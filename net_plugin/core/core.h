@@ -70,8 +70,16 @@
 //   NextControl(now, link, &f)    a control frame to write on the link's control stream (stream 0,
 //                                 receiver -> sender). Once handed out it is the driver's to write.
 //   Release(owner-slot)           NCCL was told the receive completed: its slot may be reused.
-//   Poll(now, idle)               timers; idle = the driver's last pass moved no byte (deferred
-//                                 eager acks are flushed then, off the critical path).
+//   Acks and credits (kAck: cumulative ack + credit) cost a control frame each, so they go out at once
+//   only when the sender waits for them: a normal message completed (its send completes on the ack),
+//   a 0-byte one (its sender is about to close), kEagerAckEvery eager messages or half the eager pool
+//   unacknowledged, or a new credit while the sender sends normal messages (or asked for it with
+//   kFrameWantCredit: wire.h). Otherwise (eager traffic: a small-message ping-pong) they are held
+//   back and go out in the first idle pass kHoldControlNs after the first of them, or with the next
+//   urgent ack (heartbeats carry both too): one control frame per kEagerAckEvery messages, not one
+//   each. A sender whose next message waits for a credit asks for it once (SendCore::NextTx).
+//   Poll(now, idle)               timers; idle = the driver's last pass moved no byte (acks and
+//                                 credits held back go out in such a pass, off the critical path).
 //
 // Link life cycle (both sides): OnLinkError(now, link, why, peer_closed) for a transport error
 // (peer_closed: RST/EOF from the peer, which counts towards "the peer closed every link"); OnRail
@@ -482,6 +490,7 @@ class SendCore final : public CoreBase {
   uint64_t last_seq_ = 0;
   uint64_t acked_ = 0;
   uint64_t credit_ = 0;            // receives the peer has posted: only messages below it are sent
+  uint64_t want_credit_ = 0;       // a credit above this seq was asked for (kFrameWantCredit)
   size_t eager_bytes_ = 0;         // bytes held in eager copies (bounded by cfg_.eager_pool)
   uint64_t setup_start_ns_ = 0;
   uint64_t next_sample_ns_ = 0;
@@ -511,6 +520,11 @@ struct RxAction {
 
 class RecvCore final : public CoreBase {
  public:
+  // How long an ack or credit that nobody waits for may be held back (see "Acks and credits" above).
+  static constexpr uint64_t kHoldControlNs = 1'000'000;
+  // Eager messages that force an ack without waiting for an idle pass.
+  static constexpr uint32_t kEagerAckEvery = 16;
+
   RecvCore(const CoreConfig& cfg, uint64_t conn_id, uint32_t chunk_size, CoreObserver* obs);
 
   // ---- NCCL calls
@@ -537,7 +551,7 @@ class RecvCore final : public CoreBase {
   void OnSamples(uint64_t now, const std::vector<LinkSample>& samples);  // one per link (links())
 
   // ---- timers
-  // idle: the driver's last pass read nothing (deferred eager acks go out now).
+  // idle: the driver's last pass read nothing (acks and credits held back for kHoldControlNs go out now).
   void Poll(uint64_t now, bool idle);
   uint64_t Deadline() const;
   // Whether this comm must be driven although NCCL holds none of its receives (IdleSends does it: NCCL
@@ -553,6 +567,9 @@ class RecvCore final : public CoreBase {
     return state_ == ConnState::kActive &&
            (ack_unconfirmed_ || tracker_.completed_prefix() != ack_sent_ || now < owe_until_ns_);
   }
+  // The driver closes the comm: an ack or credit held back is queued now (NextControl), so a sender
+  // that lingers on the ack of its last messages (a closing send comm) gets it at once.
+  void FlushHeld(uint64_t now);
 
   // ---- introspection
   int links() const { return static_cast<int>(links_.size()); }
@@ -604,7 +621,7 @@ class RecvCore final : public CoreBase {
   // peer_closed: the peer's transport closed it (EOF/RST: its process may be gone); peer_dropped:
   // the peer's core dropped it and said so (no WARN, no notice back, never fatal).
   void DropLink(uint64_t now, int idx, const std::string& why, bool peer_closed, bool peer_dropped = false);
-  void QueueControl(uint64_t now, bool flush_acks);
+  void QueueControl(uint64_t now, bool idle, bool flush_held = false);
   bool Stalled(const RxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }
 
   CoreConfig cfg_;
@@ -621,6 +638,9 @@ class RecvCore final : public CoreBase {
   size_t eager_unacked_bytes_ = 0;
   bool ack_unconfirmed_ = false;  // OwesIdleProgress: the sender's kernel may not have the latest ack
   uint64_t owe_until_ns_ = 0;     // OwesIdleProgress: RERAIL_GIVEUP_MS after the last confirmation
+  bool peer_eager_ = false;     // the last data frame was a chunk of an eager message (needs no credit)
+  uint64_t want_credit_ = 0;    // the sender waits for a credit covering this (kFrameWantCredit)
+  uint64_t held_since_ns_ = 0;  // since when an ack or credit is held back (0: none)
   uint64_t next_sample_ns_ = 0;
 };
 

@@ -10,7 +10,6 @@ namespace rr::net {
 
 namespace {
 constexpr size_t kMaxLinks = 16;
-constexpr uint32_t kEagerAckEvery = 16;  // eager completions that force an ack without waiting a call
 // Eager chunks held for receives not posted yet. The sender keeps at most RERAIL_EAGER_POOL eager bytes
 // unacknowledged (plus re-sent copies after a failover); past this a chunk waits in its stream.
 constexpr size_t kMaxStashBytes = 64u << 20;
@@ -219,7 +218,11 @@ RxAction RecvCore::OnFrame(uint64_t /*now*/, int idx, int stream, const Frame& h
     }
     return a;
   }
-  if (TypeOf(hdr) == FrameType::kHeartbeat && FrameValid(hdr) && hdr.len == 0) return a;  // the sender's liveness probe
+  if (TypeOf(hdr) == FrameType::kHeartbeat && FrameValid(hdr) && hdr.len == 0) {  // the sender's liveness probe
+    if ((hdr.magic_type & kFrameWantCredit) != 0) want_credit_ = std::max(want_credit_, hdr.seq);
+    return a;
+  }
+  peer_eager_ = IsEager(hdr);
   std::string err;
   RxTracker::Slot* slot = nullptr;
   switch (tracker_.Classify(hdr, l.epoch, &slot, &err)) {
@@ -365,19 +368,23 @@ bool RecvCore::NextControl(uint64_t /*now*/, int idx, Frame* out) {
   return true;
 }
 
-// Queues acks and heartbeats. Acks of eager messages alone wait for `flush_acks` (a call that read
-// nothing) unless enough of them piled up.
-void RecvCore::QueueControl(uint64_t now, bool flush_acks) {
+// Queues acks and heartbeats. An ack or credit nobody waits for is held back (core.h, "Acks and
+// credits") and goes out in a pass that read nothing (`idle`) once it waited kHoldControlNs.
+void RecvCore::QueueControl(uint64_t now, bool idle, bool flush_held) {
   uint64_t prefix = tracker_.completed_prefix();
   uint64_t credit = tracker_.posted();
-  // A new credit goes out at once: the sender may be holding a message for it.
+  const bool new_ack = prefix != ack_sent_, new_credit = credit != credit_sent_;
+  // A new credit goes out at once when the sender may be holding a message for it: it sends normal
+  // messages (an eager one needs no credit), or it said so.
   // A message whose sender waits for its ack may complete before older eager ones: every ack is
   // urgent until one covers it (deferring the ack that finally does would leave that send waiting for
   // the receiver's next call, which may never come: tests/sim seed 103173).
-  bool ack_due = (prefix != ack_sent_ && (flush_acks || ack_urgent_ || waited_upto_ > ack_sent_ ||
-                                          eager_unacked_ >= kEagerAckEvery ||
-                                          eager_unacked_bytes_ >= cfg_.eager_pool / 2)) ||
-                 credit != credit_sent_;
+  bool ack_due = (new_ack && (ack_urgent_ || waited_upto_ > ack_sent_ || eager_unacked_ >= kEagerAckEvery ||
+                              eager_unacked_bytes_ >= cfg_.eager_pool / 2)) ||
+                 (new_credit && (!peer_eager_ || credit_sent_ < want_credit_));
+  if (!new_ack && !new_credit) held_since_ns_ = 0;
+  else if (held_since_ns_ == 0) held_since_ns_ = now;
+  ack_due |= held_since_ns_ != 0 && (flush_held || (idle && now - held_since_ns_ >= kHoldControlNs));
   // The first two live links carry the ack: an ack lost with a failing link would otherwise wait
   // for this comm's next call, which may never come (the receiver has nothing left to receive). A
   // failed write drops its link, and DropLink asks for the ack again.
@@ -391,6 +398,7 @@ void RecvCore::QueueControl(uint64_t now, bool flush_acks) {
     ack_urgent_ = false;
     eager_unacked_ = 0;
     eager_unacked_bytes_ = 0;
+    held_since_ns_ = 0;
   }
   for (auto& l : links_) {
     if (!l.alive) continue;
@@ -406,6 +414,10 @@ void RecvCore::QueueControl(uint64_t now, bool flush_acks) {
       l.hb_now = false;
     }
   }
+}
+
+void RecvCore::FlushHeld(uint64_t now) {
+  if (state_ == ConnState::kActive) QueueControl(now, false, true);
 }
 
 // The receiver's heartbeats are bytes in flight on every live link: if the peer's kernel stops
@@ -474,6 +486,7 @@ uint64_t RecvCore::Deadline() const {
   if (no_link_since_ns_ != 0 && tracker_.completed_prefix() != tracker_.posted()) {
     d = std::min(d, no_link_since_ns_ + cfg_.giveup_ns + 1);
   }
+  if (held_since_ns_ != 0 && LiveLinks() > 0) d = std::min(d, held_since_ns_ + kHoldControlNs);  // an idle Poll sends it
   return d;
 }
 

@@ -258,6 +258,15 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   // Fresh chunks only of messages the receiver has posted (the credit), or eager ones, which the
   // receiver always absorbs: see wire.h.
   bool fresh = sched_seq_ < next_seq_ && (sched_seq_ < credit_ || msgs_[sched_seq_ % RxTracker::kWindow].eager);
+  if (!fresh && sched_seq_ < next_seq_ && want_credit_ <= sched_seq_) {
+    // The oldest message with chunks left waits for its credit, which the receiver may be holding
+    // back (it does while this side sends eager messages): ask once for it (wire.h kFrameWantCredit).
+    want_credit_ = sched_seq_ + 1;
+    out->hdr = Frame{FrameMagic(FrameType::kHeartbeat) | kFrameWantCredit, 0, static_cast<uint32_t>(conn_id_), l.epoch,
+                     next_seq_, acked_, 0};
+    out->payload = nullptr;
+    return true;
+  }
   if (requeue_.empty() && !fresh) return false;  // nothing to send (the common idle case)
   if (links_.size() > 1) {
     if (sched_.BacklogStale()) {  // read the kernel's backlog first: SampleDue at once
@@ -423,6 +432,7 @@ void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer
   }
   l.inflight.clear();
   sched_.ClearQueued(idx);
+  want_credit_ = 0;  // a request for a credit may have been lost with the link: ask again on a survivor
   bool was_probing = l.fsm.state() == LinkState::kProbing;
   SetState(idx, LinkState::kFailed, why);
   l.has_transport = false;

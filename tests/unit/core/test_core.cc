@@ -636,6 +636,158 @@ TEST(Core, AZeroByteSendIsHeldUntilAckedAndAcknowledgedAtOnce) {
   }
 }
 
+// Control frames (acks and credits) the receiver writes on `link` in one pass, by type.
+struct Controls {
+  int acks = 0, heartbeats = 0;
+  Frame last_ack{};
+};
+Controls Drain(RecvCore& recv, uint64_t now, int link = 0) {
+  Controls c;
+  Frame f;
+  while (recv.NextControl(now, link, &f)) {
+    if (TypeOf(f) == FrameType::kAck) ++c.acks, c.last_ack = f;
+    if (TypeOf(f) == FrameType::kHeartbeat) ++c.heartbeats;
+  }
+  return c;
+}
+
+// Feeds the receiver one complete message seq (payload-less for 0 bytes) as the sender would.
+void Deliver(RecvCore& recv, uint64_t now, uint64_t seq, uint32_t size, bool eager) {
+  Frame d{FrameMagic(FrameType::kData) | (eager ? kFrameEager : 0u), size, 0x1234, 0, seq, 0, size};
+  RxAction a = recv.OnFrame(now, 0, 0, d);
+  ASSERT_EQ(a.kind, size > 0 ? RxAction::kPlace : RxAction::kNone);
+  if (size > 0) std::memset(a.dst, 0x5a, size), recv.OnPayload(now, 0, 0);
+}
+
+// Issue 11's hot path: a small-message ping-pong must not cost a control frame per message. While
+// the sender sends eager messages (they need no credit, and the sender completes them once written),
+// the receiver holds its acks and its new credits back: they go out in an idle pass
+// kHoldControlNs after the first, at once after kEagerAckEvery eager messages, when the sender asks
+// for the credit (kFrameWantCredit), or when the comm closes (FlushHeld). Fails before: every irecv's
+// credit went out at once, and every eager ack in the next idle pass.
+TEST(Core, EagerTrafficHoldsAcksAndCreditsBack) {
+  CoreConfig cfg = Cfg();
+  RecvCore recv(cfg, 0x1234, cfg.chunk, nullptr);
+  uint64_t now = kMs;
+  ASSERT_TRUE(recv.OnLinkUp(now, 0, 0, 0, 1, "l0"));
+  recv.Poll(now, true);
+  (void)Drain(recv, now);  // the first heartbeat of a new link
+  std::vector<std::vector<uint8_t>> bufs(RxTracker::kWindow, std::vector<uint8_t>(64));
+  std::vector<Msg> owners(RxTracker::kWindow);
+  uint64_t seq = 0;
+  auto post = [&] {
+    bool posted = false;
+    Msg& m = owners[seq % RxTracker::kWindow];
+    ASSERT_TRUE(recv.Irecv(now, bufs[seq % RxTracker::kWindow].data(), 64, &m, &posted, &m.slot).ok());
+    ASSERT_TRUE(posted);
+  };
+  auto complete = [&] {
+    Completion c;
+    ASSERT_TRUE(recv.NextCompletion(&c));
+    recv.Release(static_cast<Msg*>(c.owner)->slot);
+    ++seq;
+  };
+  // Before any eager message the sender may be waiting for a credit: it goes at once.
+  post();
+  recv.Poll(now, false);
+  EXPECT_EQ(Drain(recv, now).acks, 1) << "the first credit";
+  // Eager messages, each followed by the next receive: nothing is written in busy or early idle passes.
+  for (int i = 0; i < 3; ++i) {
+    Deliver(recv, now, seq, 8, true);
+    complete();
+    post();
+    recv.Poll(now, false);
+    recv.Poll(now + RecvCore::kHoldControlNs / 2, true);
+    EXPECT_EQ(Drain(recv, now).acks, 0) << "message " << i << ": an ack or credit nobody waits for";
+    now += 10'000;  // a 10 us round trip
+  }
+  EXPECT_LE(recv.Deadline(), now - 30'000 + RecvCore::kHoldControlNs) << "a driver must come back for it";
+  recv.Poll(now + RecvCore::kHoldControlNs, false);
+  EXPECT_EQ(Drain(recv, now).acks, 0) << "a busy pass keeps it held";
+  now += RecvCore::kHoldControlNs;
+  recv.Poll(now, true);
+  Controls c = Drain(recv, now);
+  ASSERT_EQ(c.acks, 1) << "an idle pass kHoldControlNs later sends it";
+  EXPECT_EQ(c.last_ack.seq, 3u) << "cumulative ack";
+  EXPECT_EQ(c.last_ack.offset, 4u) << "credit";
+  // kEagerAckEvery eager messages: the ack goes at once, in a busy pass.
+  for (uint32_t i = 0; i < RecvCore::kEagerAckEvery; ++i) {
+    Deliver(recv, now, seq, 8, true);
+    complete();
+    post();
+    recv.Poll(now, false);
+    c = Drain(recv, now);
+    EXPECT_EQ(c.acks, i + 1 == RecvCore::kEagerAckEvery ? 1 : 0) << "eager message " << i;
+  }
+  EXPECT_EQ(c.last_ack.seq, seq);
+  // The sender asks for a credit for 2 messages more than the receiver announced (its second next
+  // message is not eager): new credits go at once until they cover it.
+  Frame want{FrameMagic(FrameType::kHeartbeat) | kFrameWantCredit, 0, 0x1234, 0, seq + 3, seq, 0};
+  EXPECT_EQ(recv.OnFrame(now, 0, 0, want).kind, RxAction::kNone);
+  recv.Poll(now, false);
+  EXPECT_EQ(Drain(recv, now).acks, 0) << "no receive posted since: no new credit to send";
+  for (int i = 0; i < 2; ++i) {
+    Deliver(recv, now, seq, 8, true);
+    complete();
+    post();
+    recv.Poll(now, false);
+    c = Drain(recv, now);
+    ASSERT_EQ(c.acks, 1) << "the sender waits for a credit up to " << want.seq << ": " << i;
+    EXPECT_EQ(c.last_ack.offset, seq + 1);
+  }
+  // Covered: held again. Closing flushes it.
+  Deliver(recv, now, seq, 8, true);
+  complete();
+  post();
+  recv.Poll(now, false);
+  EXPECT_EQ(Drain(recv, now).acks, 0);
+  recv.FlushHeld(now);
+  c = Drain(recv, now);
+  ASSERT_EQ(c.acks, 1) << "a closing receiver writes what it held back";
+  EXPECT_EQ(c.last_ack.seq, seq);
+  // A normal message: its sender waits for the ack, and the next credit goes at once after it.
+  Deliver(recv, now, seq, 8, false);
+  complete();
+  recv.Poll(now, false);
+  EXPECT_EQ(Drain(recv, now).acks, 1) << "the ack of a normal message";
+  post();
+  recv.Poll(now, false);
+  EXPECT_EQ(Drain(recv, now).acks, 1) << "a credit while the sender sends normal messages";
+}
+
+// A sender whose next message is not eager and has no credit asks for it once (kFrameWantCredit on a
+// heartbeat, seq = messages posted), sends the chunks once the credit comes, and asks again on a
+// survivor when the link that carried the request fails (the request may be lost with it).
+TEST(Core, ASenderAsksOnceForTheCreditItWaitsFor) {
+  CoreConfig cfg = Cfg();
+  SendCore send(cfg, 0x1234, {SendCore::LinkSpec{0, 1e9, "l0"}, SendCore::LinkSpec{1, 1e9, "l1"}}, nullptr, 0);
+  uint64_t now = kMs;
+  LinkCommand cmd;
+  while (send.NextCommand(&cmd)) {}
+  send.OnLinkUp(now, 0);
+  send.OnLinkUp(now, 1);
+  std::vector<uint8_t> big(3 * cfg.eager_max, 7);
+  Msg m;
+  bool posted = false;
+  ASSERT_TRUE(send.Isend(now, big.data(), big.size(), &m, &posted).ok());
+  ASSERT_TRUE(posted);
+  TxFrame tx;
+  ASSERT_TRUE(send.NextTx(now, 0, &tx));
+  EXPECT_EQ(TypeOf(tx.hdr), FrameType::kHeartbeat);
+  EXPECT_NE(tx.hdr.magic_type & kFrameWantCredit, 0u);
+  EXPECT_EQ(tx.hdr.seq, 1u) << "messages posted";
+  EXPECT_FALSE(send.NextTx(now, 0, &tx)) << "asked once";
+  EXPECT_FALSE(send.NextTx(now, 1, &tx)) << "asked once, on any link";
+  send.OnLinkError(now, 0, "test: reset", false);
+  while (send.NextCommand(&cmd)) {}
+  bool asked = false;
+  while (send.NextTx(now, 1, &tx)) asked |= (tx.hdr.magic_type & kFrameWantCredit) != 0;
+  EXPECT_TRUE(asked) << "the request may have been lost with link 0";
+  send.OnControl(now, 1, Frame{FrameMagic(FrameType::kAck), 0, 0x1234, 0, 0, 1, 0});
+  ASSERT_TRUE(send.NextTx(now, 1, &tx));
+  EXPECT_EQ(TypeOf(tx.hdr), FrameType::kData) << "credited: the chunks go";
+}
+
 // The peer closing every link: orderly when everything was acknowledged, an error otherwise.
 TEST(Core, PeerCloseIsOrderlyOnlyWhenNothingIsOutstanding) {
   for (bool pending : {false, true}) {
