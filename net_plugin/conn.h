@@ -61,6 +61,7 @@
 
 #include "core/core.h"
 #include "listen_hub.h"
+#include "rerail/clock.h"
 #include "request.h"
 #include "staging/stager.h"
 #include "transport.h"
@@ -166,6 +167,8 @@ class Comm {
   static constexpr uint64_t kSeqPostedAfterEnd = UINT64_MAX;
   Status PostAfterEnd(bool is_send, size_t size, Request** req);
   static Status EndedStatus(const CoreBase& core, const char* what);
+  // The core's status by value: Ok without copying the failure's (empty) message string.
+  static Status StatusOf(const CoreBase& core) { return core.status().ok() ? Status::Ok() : core.status(); }
   // Profiler IO span of one request (no-op without an emitter or with a NULL phandle).
   void ProfStart(prof::NetEventEmitter* e, Request* r, void* phandle, int rail);
   void ProfStop(prof::NetEventEmitter* e, Request* r);
@@ -240,7 +243,8 @@ class SendComm final : public Comm, private CoreObserver {
     uint64_t rail_gen = 0;
   };
 
-  Status Progress();
+  Status Progress() { return Progress(NowNs()); }
+  Status Progress(uint64_t now);  // now: the caller's clock (one read per NCCL call)
   bool IdleProgress() override;
   void Commands(uint64_t now);  // carries out the core's link commands
   void PollConnector(int idx, uint64_t now);
@@ -262,6 +266,7 @@ class SendComm final : public Comm, private CoreObserver {
   std::unique_ptr<staging::Stager> stager_ = staging::Stager::FromParams();  // GPU buffers, RERAIL_FORCE_STAGING
   SendCore core_;
   std::vector<LinkSample> samples_;
+  size_t pass_bytes_ = 0;  // bytes Progress wrote in its current call
 };
 
 class RecvComm final : public Comm, private CoreObserver {
@@ -330,6 +335,7 @@ class RecvComm final : public Comm, private CoreObserver {
   std::vector<LinkSample> samples_;
   uint64_t next_listen_poll_ns_ = 0;
   uint64_t rx_events_ = 0;  // reads that returned bytes and headers taken: a test() that adds none is idle
+  uint64_t synced_drops_ = 0;  // core_.drops() when Sync last closed the dropped links' transports
 };
 
 class ListenComm {

@@ -73,6 +73,8 @@ void RecvComm::Attach(std::unique_ptr<Link> link, uint64_t now) {
 }
 
 void RecvComm::Sync() {
+  if (core_.drops() == synced_drops_) return;  // no link dropped since the last pass (the data path)
+  synced_drops_ = core_.drops();
   for (size_t i = 0; i < links_.size(); ++i) {
     RxLink& l = links_[i];
     if (l.link && !core_.alive(static_cast<int>(i))) {
@@ -221,7 +223,7 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now) {
         if (!Fill(idx, i, now, to, want, &placed, &drained)) return;
       }
       if (s.dst != nullptr) {
-        if (cfg_.board) cfg_.board->AddBytes(l.rail, 0, placed);
+        if (cfg_.board) cfg_.board->AddBytes(l.rail, 0, placed, now);
         s.dst += placed;
       }
       s.remaining -= placed;
@@ -308,7 +310,7 @@ void RecvComm::Sample(uint64_t now) {
 // so they cost no latency on the path of the caller's next message (an irecv never flushes them).
 Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
   if (core_.state() == ConnState::kFailed) return core_.status();
-  uint64_t now = NowNs();
+  const uint64_t now = NowNs();
   RR_CHECK(PollListener(now));
   // Each stream is read until it is drained (ReadStream), so one pass over them is enough. The pass
   // ends early once the receive being tested is complete: the caller gets it without a read of the
@@ -330,7 +332,7 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
     if (core_.SampleDue(now)) Sample(now);
   }
   DrainCompletions(core_);
-  return core_.status();
+  return StatusOf(core_);
 }
 
 Status RecvComm::Test(Request* r, int* done, int* size) {

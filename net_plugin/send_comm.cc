@@ -233,16 +233,17 @@ Status SendComm::Isend(const void* data, size_t size, int tag, void* phandle, Re
   Request* r = pool_.Get(true);
   if (r == nullptr) return Progress();  // NCCL retries
   bool posted = false;
-  Status st = core_.Isend(NowNs(), data, size, r, &posted, tag);
+  const uint64_t now = NowNs();
+  Status st = core_.Isend(now, data, size, r, &posted, tag);
   if (!st.ok() || !posted) {
     pool_.Put(r);
-    return st.ok() ? Progress() : st;  // window full (grouped: no announced receive): drive I/O, NCCL retries
+    return st.ok() ? Progress(now) : st;  // window full (grouped: no announced receive): drive I/O, NCCL retries
   }
   r->seq = core_.last_seq();
   r->size = size;
   ProfStart(cfg_.prof, r, phandle, links_[0].plan.local_dev);
   *req = r;
-  (void)Progress();  // a failure found here is reported by test() on this request
+  (void)Progress(now);  // a failure found here is reported by test() on this request
   return Status::Ok();
 }
 
@@ -276,8 +277,9 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
       return;
     }
     *progressed = true;
+    pass_bytes_ += n;
     core_.OnWritten(idx, n);
-    if (cfg_.board) cfg_.board->AddBytes(l.plan.local_dev, n, 0);
+    if (cfg_.board) cfg_.board->AddBytes(l.plan.local_dev, n, 0, now);
     s.done += n;
     if (s.done < sizeof(Frame) + len) return;  // socket buffer full
     s.busy = false;
@@ -341,10 +343,10 @@ void SendComm::Sample(uint64_t now) {
   Commands(now);
 }
 
-Status SendComm::Progress() {
-  if (core_.state() != ConnState::kActive) return core_.status();  // Ok when the peer closed in order
-  uint64_t now = NowNs();
+Status SendComm::Progress(uint64_t now) {
+  if (core_.state() != ConnState::kActive) return StatusOf(core_);  // Ok when the peer closed in order
   PollRails(now);
+  pass_bytes_ = 0;
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
     for (size_t k = 0; k < links_.size(); ++k) {
@@ -357,12 +359,12 @@ Status SendComm::Progress() {
     if (links_[k].link) ReadControl(static_cast<int>(k), now);
     else PollConnector(static_cast<int>(k), now);
   }
-  now = NowNs();
+  if (pass_bytes_ >= cfg_.chunk) now = NowNs();  // writing whole chunks takes time: samples and timers see it
   if (core_.SampleDue(now)) Sample(now);
   core_.Poll(now);
   Commands(now);
   DrainCompletions(core_);
-  return core_.status();
+  return StatusOf(core_);
 }
 
 Status SendComm::Test(Request* r, int* done, int* size) {

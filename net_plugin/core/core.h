@@ -492,6 +492,7 @@ class SendCore final : public CoreBase {
   uint64_t credit_ = 0;            // receives the peer has posted: only messages below it are sent
   uint64_t want_credit_ = 0;       // a credit above this seq was asked for (kFrameWantCredit)
   size_t eager_bytes_ = 0;         // bytes held in eager copies (bounded by cfg_.eager_pool)
+  uint64_t open_ = 0;              // posted sends not yet reported done (an owner set)
   uint64_t setup_start_ns_ = 0;
   uint64_t next_sample_ns_ = 0;
   uint64_t last_sample_ns_ = 0;
@@ -577,6 +578,9 @@ class RecvCore final : public CoreBase {
   uint32_t epoch(int link) const { return links_[link].epoch; }
   int rail(int link) const { return links_[link].rail; }
   int LiveLinks() const;
+  // Bumped whenever a link stops being alive: a driver closes the transport objects of dropped
+  // links when it changed (and only then).
+  uint64_t drops() const { return drops_; }
   uint64_t completed() const { return tracker_.completed_prefix(); }
   uint64_t posted() const { return tracker_.posted(); }
   size_t stash_bytes() const { return stash_bytes_; }
@@ -641,6 +645,7 @@ class RecvCore final : public CoreBase {
   bool peer_eager_ = false;     // the last data frame was a chunk of an eager message (needs no credit)
   uint64_t want_credit_ = 0;    // the sender waits for a credit covering this (kFrameWantCredit)
   uint64_t held_since_ns_ = 0;  // since when an ack or credit is held back (0: none)
+  uint64_t drops_ = 0;
   uint64_t next_sample_ns_ = 0;
 };
 

@@ -111,6 +111,7 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
           l.name.c_str(), why.c_str());
   l.alive = false;
   l.carries_ack = false;
+  ++drops_;
   l.rx.clear();
   l.out.clear();
   l.stall.Reset();

@@ -172,12 +172,14 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
     Status st = Copy(m.copy.data(), m.data, size);   // NCCL's buffer may be GPU memory
     if (!st.ok()) {
       m.assigned = false;
+      m.owner = nullptr;
       AddPending(-static_cast<int64_t>(size));
       return Fail(st.code(), "eager copy of a send failed: " + st.message());
     }
     m.data = m.copy.data();
     eager_bytes_ += size;
   }
+  if (m.owner != nullptr) ++open_;
   *posted = true;
   return Status::Ok();
 }
@@ -337,14 +339,13 @@ void SendCore::Complete(TxMsg& m) {
   if (m.owner == nullptr) return;
   done_.push_back(Completion{m.owner, m.size});
   m.owner = nullptr;
+  --open_;
 }
 
 // With no request of this comm open, NCCL may never call it again: its share of the rails' backlog
 // (eager bytes not yet acknowledged) must not linger and hold other comms off those rails.
 void SendCore::ForgetBacklogIfIdle() {
-  for (uint64_t s = acked_; s < next_seq_; ++s) {
-    if (msgs_[s % RxTracker::kWindow].owner != nullptr) return;
-  }
+  if (open_ != 0) return;
   for (size_t i = 0; i < links_.size(); ++i) sched_.OnKernelQueue(static_cast<int>(i), 0);
 }
 

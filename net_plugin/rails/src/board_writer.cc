@@ -148,7 +148,9 @@ RailState BoardWriter::State(int rail) const {
   return static_cast<RailState>(slots[rail].state.load(std::memory_order_relaxed));
 }
 
-RailSlot* BoardWriter::Slot(int rail) {
+RailSlot* BoardWriter::Slot(int rail) { return Slot(rail, NowNs()); }
+
+RailSlot* BoardWriter::Slot(int rail, uint64_t now) {
   auto* h = static_cast<BoardHeader*>(base_);
   if (rail < 0 || static_cast<uint32_t>(rail) >= h->num_rails.load(std::memory_order_acquire)) {
     if (!warned_range_) {
@@ -157,7 +159,6 @@ RailSlot* BoardWriter::Slot(int rail) {
     }
     return nullptr;
   }
-  uint64_t now = NowNs();
   h->heartbeat_ns.store(now, std::memory_order_relaxed);
   RailSlot* s = reinterpret_cast<RailSlot*>(h + 1) + rail;
   s->updated_ns.store(now, std::memory_order_relaxed);
@@ -182,8 +183,10 @@ void BoardWriter::SetBandwidth(int rail, uint64_t bps) {
   if (RailSlot* s = Slot(rail)) s->bw_estimate_bps.store(bps, std::memory_order_relaxed);
 }
 
-void BoardWriter::AddBytes(int rail, uint64_t sent, uint64_t recv) {
-  if (RailSlot* s = Slot(rail)) {
+void BoardWriter::AddBytes(int rail, uint64_t sent, uint64_t recv) { AddBytes(rail, sent, recv, NowNs()); }
+
+void BoardWriter::AddBytes(int rail, uint64_t sent, uint64_t recv, uint64_t now) {
+  if (RailSlot* s = Slot(rail, now)) {
     if (sent) s->bytes_sent.fetch_add(sent, std::memory_order_relaxed);
     if (recv) s->bytes_recv.fetch_add(recv, std::memory_order_relaxed);
   }

@@ -54,6 +54,8 @@ class BoardWriter {
   void SetState(int rail, RailState s, RailEvent why);
   void SetBandwidth(int rail, uint64_t bytes_per_sec);
   void AddBytes(int rail, uint64_t sent, uint64_t recv);
+  // The same with the caller's monotonic clock (NowNs()), read once per pass on the data path.
+  void AddBytes(int rail, uint64_t sent, uint64_t recv, uint64_t now_ns);
   void AddRetransmit(int rail, uint64_t chunks, uint64_t bytes);
   void CountFailover(int rail);
   void CountFailback(int rail);
@@ -69,6 +71,7 @@ class BoardWriter {
  private:
   BoardWriter() = default;
   RailSlot* Slot(int rail);
+  RailSlot* Slot(int rail, uint64_t now_ns);
 
   std::string path_;
   void* base_ = nullptr;
