@@ -297,6 +297,7 @@ class RecvComm final : public Comm, private CoreObserver {
     size_t remaining = 0;
     std::vector<uint8_t> buf;  // read-ahead; allocated when the link attaches
     size_t pos = 0, end = 0;   // unconsumed bytes: buf[pos, end)
+    uint64_t last_data_ns = 0;  // when a read last returned bytes (0: never)
   };
   struct RxLink {
     std::unique_ptr<Link> link;  // null while down
@@ -336,6 +337,7 @@ class RecvComm final : public Comm, private CoreObserver {
   uint64_t next_listen_poll_ns_ = 0;
   uint64_t rx_events_ = 0;  // reads that returned bytes and headers taken: a test() that adds none is idle
   uint64_t synced_drops_ = 0;  // core_.drops() when Sync last closed the dropped links' transports
+  uint64_t cold_read_ns_ = 0;  // when cold streams (no bytes for kColdNs) are read next
 };
 
 class ListenComm {
