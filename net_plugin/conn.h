@@ -228,10 +228,16 @@ class SendComm final : public Comm, private CoreObserver {
   ConnState state() const { return core_.state(); }
 
  private:
+  // A frame of at most kInlineFrame bytes (header + payload: eager messages, control frames) is
+  // copied into `small` and written from there in one buffer: a send() instead of a sendmsg() of two
+  // (whose msghdr and iovec copy-in cost more than the copy).
+  static constexpr size_t kInlineFrame = 4096;
   struct TxStream {
     bool busy = false;
+    bool inlined = false;  // the frame is in `small`
     TxFrame f{};
     size_t done = 0;  // bytes of hdr+payload written
+    std::array<uint8_t, kInlineFrame> small;
   };
   struct TxLink {
     LinkPlan plan;

@@ -262,10 +262,16 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
       }
       s.busy = true;
       s.done = 0;
+      s.inlined = sizeof(Frame) + s.f.hdr.len <= kInlineFrame;
+      if (s.inlined) {
+        std::memcpy(s.small.data(), &s.f.hdr, sizeof(Frame));
+        if (s.f.hdr.len > 0) std::memcpy(s.small.data() + sizeof(Frame), s.f.payload, s.f.hdr.len);
+      }
     }
     size_t len = s.f.hdr.len;
     iovec iov[2];
-    const int cnt = FrameIov(s.f, s.done, iov);
+    const int cnt = s.inlined ? (iov[0] = {s.small.data() + s.done, sizeof(Frame) + len - s.done}, 1)
+                              : FrameIov(s.f, s.done, iov);
     size_t n = 0;
     int err = 0;
     IoState st = l.link->Writev(i, iov, cnt, &n, &err);

@@ -20,12 +20,15 @@ TcpLink::~TcpLink() {
   for (int& fd : fds_) sock::Close(&fd);
 }
 
+// One buffer goes through send()/recv(): sendmsg()/recvmsg() copy a msghdr and an iovec array in
+// from user space first (~0.2 us a call here, on every frame and every empty read).
 IoState TcpLink::Writev(int stream, const iovec* iov, int iovcnt, size_t* n, int* err) {
   msghdr msg{};
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<size_t>(iovcnt);
   for (;;) {
-    ssize_t r = sendmsg(fds_[stream], &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t r = iovcnt == 1 ? send(fds_[stream], iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                            : sendmsg(fds_[stream], &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r >= 0) {
       *n = static_cast<size_t>(r);
       return IoState::kOk;
@@ -48,7 +51,8 @@ IoState TcpLink::Readv(int stream, const iovec* iov, int iovcnt, size_t* n, int*
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<size_t>(iovcnt);
   for (;;) {
-    ssize_t r = recvmsg(fds_[stream], &msg, MSG_DONTWAIT);
+    ssize_t r = iovcnt == 1 ? recv(fds_[stream], iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
+                            : recvmsg(fds_[stream], &msg, MSG_DONTWAIT);
     if (r > 0) {
       *n = static_cast<size_t>(r);
       return IoState::kOk;
