@@ -359,7 +359,7 @@ Status SendComm::Progress(uint64_t now) {
       TxLink& l = links_[k];
       for (int i = 0; l.link && i < static_cast<int>(l.tx.size()); ++i) WriteStream(static_cast<int>(k), i, now, &progressed);
     }
-    if (!progressed) break;
+    if (!progressed || !core_.HasTx()) break;  // a second pass is for streams that stopped on a full socket
   }
   for (size_t k = 0; k < links_.size(); ++k) {
     if (links_[k].link) ReadControl(static_cast<int>(k), now);

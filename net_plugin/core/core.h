@@ -356,6 +356,9 @@ class SendCore final : public CoreBase {
 
   // ---- link events
   bool NextTx(uint64_t now, int link, TxFrame* out);
+  // False when no NextTx call can hand out a frame before the next input (nothing to send: no
+  // notice, heartbeat, re-send or unscheduled message). True may still find nothing (credit, policy).
+  bool HasTx() const;
   void OnWritten(int link, size_t bytes);
   void OnTxDone(uint64_t now, int link, const Frame& hdr);
   void OnControl(uint64_t now, int link, const Frame& f);

@@ -302,7 +302,7 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
     m.next_off += c.len;
     AddPending(-static_cast<int64_t>(c.len));
-    if (m.next_off >= m.size) m.scheduled = true;
+    if (m.next_off >= m.size) m.scheduled = true, sched_seq_ += m.seq == sched_seq_;  // HasTx: nothing left
   }
   const TxMsg& m = msgs_[c.seq % RxTracker::kWindow];
   out->hdr = Frame{FrameMagic(FrameType::kData) | (m.eager ? kFrameEager : 0u), c.len, static_cast<uint32_t>(conn_id_),
@@ -315,6 +315,14 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     if (!on_last_resort_) NoteLastResort(idx, true);
   }
   return true;
+}
+
+bool SendCore::HasTx() const {
+  if (!notices_.empty() || !requeue_.empty() || sched_seq_ < next_seq_) return true;
+  for (const auto& l : links_) {
+    if (l.hb_due) return true;
+  }
+  return false;
 }
 
 void SendCore::AddPending(int64_t delta) {
