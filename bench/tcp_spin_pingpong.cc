@@ -3,12 +3,18 @@
 // no poll/epoll), the fastest a byte stream goes between two processes, and the same waiting style
 // as a net plugin driven by NCCL's busy-polling proxy thread.
 //
-//   tcp-spin-pingpong [--size BYTES] [--iters N] [--warmup N]
+//   tcp-spin-pingpong [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1]
+// --two-connections 1: the replies travel on a second connection, as a net plugin's must (NCCL hands it
+// one send comm per direction, each its own connection): each direction carries data one way only, so
+// no TCP ACK rides on a reply and the receiving kernel sends pure ACKs. The floor of that topology, with
+// --size 48 (an 8-byte message and rerail's 40-byte frame header). --yield 1: sched_yield() after each
+// empty read, as NCCL's proxy does in an idle pass (and rerail-perf netbench's driver).
 // Prints one line: "lat_us=<mean one-way> lat_p50_us=<median one-way> iters=N size=BYTES" (one-way =
 // round trip / 2, as rerail-perf netbench reports it). Exit 0 on success, 1 on a socket error.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,11 +47,13 @@ bool SpinSend(int fd, const char* p, size_t len) {
   }
   return true;
 }
+bool g_yield = false;
 bool SpinRecv(int fd, char* p, size_t len) {
   while (len > 0) {
     ssize_t n = recv(fd, p, len, 0);
     if (n > 0) p += n, len -= static_cast<size_t>(n);
     else if (n == 0 || (errno != EAGAIN && errno != EINTR)) return false;
+    else if (g_yield) sched_yield();
   }
   return true;
 }
@@ -55,12 +63,15 @@ bool SpinRecv(int fd, char* p, size_t len) {
 int main(int argc, char** argv) {
   size_t size = 8;
   int iters = 20000, warmup = 1000;
+  bool two = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--size") size = strtoull(argv[i + 1], nullptr, 0);
     else if (a == "--iters") iters = atoi(argv[i + 1]);
     else if (a == "--warmup") warmup = atoi(argv[i + 1]);
-    else return fprintf(stderr, "usage: %s [--size BYTES] [--iters N] [--warmup N]\n", argv[0]), 2;
+    else if (a == "--two-connections") two = atoi(argv[i + 1]) != 0;
+    else if (a == "--yield") g_yield = atoi(argv[i + 1]) != 0;
+    else return fprintf(stderr, "usage: %s [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1]\n", argv[0]), 2;
   }
   if (size == 0 || iters <= 0 || warmup < 0) return fprintf(stderr, "size and iters must be > 0\n"), 2;
   int ls = socket(AF_INET, SOCK_STREAM, 0);
@@ -68,29 +79,35 @@ int main(int argc, char** argv) {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t al = sizeof(a);
-  if (ls < 0 || bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(ls, 1) != 0 ||
+  if (ls < 0 || bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(ls, 2) != 0 ||
       getsockname(ls, reinterpret_cast<sockaddr*>(&a), &al) != 0) {
     return perror("listen"), 1;
   }
   std::vector<char> buf(size, 'x');
   int total = warmup + iters;
   pid_t child = fork();
-  if (child == 0) {  // the echo end
-    int fd = accept(ls, nullptr, nullptr);
-    if (fd < 0 || !SetUp(fd)) _exit(1);
+  if (child == 0) {  // the echo end: reads on the first connection, answers on the last
+    int in = accept(ls, nullptr, nullptr);
+    int out = two ? accept(ls, nullptr, nullptr) : in;
+    if (in < 0 || out < 0 || !SetUp(in) || !SetUp(out)) _exit(1);
     for (int i = 0; i < total; ++i) {
-      if (!SpinRecv(fd, buf.data(), size) || !SpinSend(fd, buf.data(), size)) _exit(1);
+      if (!SpinRecv(in, buf.data(), size) || !SpinSend(out, buf.data(), size)) _exit(1);
     }
     _exit(0);
   }
   close(ls);
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || !SetUp(fd)) return perror("connect"), 1;
+  int back = fd;
+  if (two) {
+    back = socket(AF_INET, SOCK_STREAM, 0);
+    if (back < 0 || connect(back, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || !SetUp(back)) return perror("connect"), 1;
+  }
   std::vector<double> rtt;
   rtt.reserve(iters);
   for (int i = 0; i < total; ++i) {
     uint64_t t0 = rr::NowNs();
-    if (!SpinSend(fd, buf.data(), size) || !SpinRecv(fd, buf.data(), size)) return perror("ping-pong"), 1;
+    if (!SpinSend(fd, buf.data(), size) || !SpinRecv(back, buf.data(), size)) return perror("ping-pong"), 1;
     if (i >= warmup) rtt.push_back(static_cast<double>(rr::NowNs() - t0) / 1000.0);
   }
   int st = 0;
