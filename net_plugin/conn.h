@@ -284,7 +284,6 @@ class RecvComm final : public Comm, private CoreObserver {
   // Posts one receive of n buffers (n > 1: a grouped receive, core.h) with capacities caps[] and
   // NCCL's tags[]; *req = nullptr means "retry later". phandle: NCCL's profiler step handle of the
   // first buffer (may be NULL).
-  ~RecvComm() override;
   Status Irecv(int n, void* const* data, const size_t* caps, const int* tags, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
   ConnState state() const { return core_.state(); }

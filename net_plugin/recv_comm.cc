@@ -44,6 +44,7 @@ RecvComm::RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, st
 }
 
 RecvComm::~RecvComm() {
+  IdleSends::Get().Remove(this);
   if (core_.state() != ConnState::kActive) return;
   const uint64_t now = NowNs();
   core_.FlushHeld(now);
@@ -99,8 +100,6 @@ void RecvComm::Sync() {
     }
   }
 }
-
-RecvComm::~RecvComm() { IdleSends::Get().Remove(this); }
 
 // NCCL holds none of the comm's receives while the sender may still wait for an ack (the ack went
 // out on a link that then died, or not at all yet): IdleSends drives it, so the sender's probes are
