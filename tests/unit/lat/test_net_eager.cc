@@ -272,8 +272,10 @@ TEST_F(Eager, SmallMessageCostsOneReadAndNoEmptyReadAfterIt) {
     wasted += g_reads.wasted;
     empty += g_reads.empty;
   }
-  // A heartbeat may add a read now and then on a slow (sanitizer) run.
-  EXPECT_GE(got, static_cast<uint64_t>(kMsgs));
+  // A heartbeat may add a read now and then on a slow (sanitizer) run. And while the receive comm owes
+  // its sender an ack (RecvCore::OwesIdleProgress) the IdleSends thread drives it every 5 ms: on a
+  // slow run it may read a message ahead of its irecv (into the stash), a read not on this thread.
+  EXPECT_GE(got, static_cast<uint64_t>(kMsgs - kMsgs / 10));
   EXPECT_LE(got, static_cast<uint64_t>(kMsgs + kMsgs / 10)) << "reads per 8-byte message: " << double(got) / kMsgs;
   EXPECT_EQ(wasted, 0u) << "empty reads right after a read that got the data (" << empty << " empty reads in "
                         << calls << " test() calls)";
