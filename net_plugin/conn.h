@@ -188,14 +188,25 @@ class Comm {
   // lingers: requests NCCL still holds mean an abort (ncclCommAbort), which must not wait out the
   // linger on every comm of a dead peer.
   void LingerUntilAcked(const SendCore& core, const std::function<Status()>& progress);
-  // After a test() reported a request done: lists the comm in IdleSends if `owes` (OwesIdleProgress).
-  void MaybeListIdle(bool owes);
   // NCCL holds none of the comm's requests, so it will not drive it, while a send comm's peer still
   // owes acks, or a receive comm's sender may still wait for an ack (RecvCore::OwesIdleProgress).
-  bool OwesIdleProgress(const SendCore& core) const;
-  bool OwesIdleProgress(const RecvCore& core) const;
-  // Whether an idle comm still needs IdleSends (`owes`), and drives it once if so (drive_mu_ held).
-  bool IdleProgressWith(const std::function<bool()>& owes, const std::function<Status()>& progress);
+  bool OwesIdleProgress(const SendCore& core) const {
+    return pool_.in_use() == 0 && core.unacknowledged() && core.state() == ConnState::kActive;
+  }
+  bool OwesIdleProgress(const RecvCore& core) const { return pool_.in_use() == 0 && core.OwesIdleProgress(); }
+  // After a test() reported a request done: lists the comm in IdleSends if it owes idle progress.
+  template <class Core>
+  void MaybeListIdle(const Core& core) {
+    if (!idle_listed_ && OwesIdleProgress(core)) ListIdle();
+  }
+  void ListIdle();
+  // Whether an idle comm still needs IdleSends, and drives it once if so (drive_mu_ held).
+  template <class Core>
+  bool IdleProgressWith(const Core& core, const std::function<Status()>& progress) {
+    if (!OwesIdleProgress(core)) return false;
+    (void)progress();   // an error is the connection's: the next test() reports it
+    return OwesIdleProgress(core);
+  }
   virtual bool IdleProgress() { return false; }
 
   uint32_t magic_;

@@ -186,7 +186,7 @@ IbSendComm::~IbSendComm() {
 }
 
 bool IbSendComm::IdleProgress() {
-  return core_ && IdleProgressWith([this] { return OwesIdleProgress(*core_); }, [this] { return Progress(); });
+  return core_ && IdleProgressWith(*core_, [this] { return Progress(); });
 }
 
 Status IbSendComm::PollConnect(bool* ready) {
@@ -326,7 +326,7 @@ Status IbSendComm::Test(Request* r, int* done, int* size) {
   if (size != nullptr) *size = static_cast<int>(r->size);
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
-  MaybeListIdle(OwesIdleProgress(*core_));
+  MaybeListIdle(*core_);
   return Status::Ok();
 }
 
@@ -460,7 +460,7 @@ void IbRecvComm::OnFailover(int link, const std::string& why, uint64_t /*bytes*/
 // NCCL holds none of the comm's receives while the sender may still wait for an ack (RecvCore::
 // OwesIdleProgress): IdleSends drives it, so the sender's new links are answered and carry the ack.
 bool IbRecvComm::IdleProgress() {
-  return IdleProgressWith([this] { return OwesIdleProgress(core_); }, [this] { return Progress(); });
+  return IdleProgressWith(core_, [this] { return Progress(); });
 }
 
 Status IbRecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, ib::MrHandle* const* mhs,
@@ -507,7 +507,7 @@ Status IbRecvComm::Test(Request* r, int* done, int* size) {
   }
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
-  MaybeListIdle(OwesIdleProgress(core_));
+  MaybeListIdle(core_);
   return Status::Ok();
 }
 

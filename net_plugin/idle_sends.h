@@ -11,10 +11,11 @@
 // stall ended a real NCCL run on an H200 (README, "What ran on a GPU").
 //
 // A send comm lists itself when test() hands back its last outstanding request while sends remain
-// unacknowledged. A TCP receive comm does the same while its sender may still wait for an ack of the
-// receives it completed (RecvCore::OwesIdleProgress): only a driven receiver accepts the links its
-// sender probes after a failure and writes the ack again on them (tests/sim seeds 100387, 100931). A background thread, running only while something is listed (it ends when the
-// list empties, so closing every comm leaves no thread), drives each listed
+// unacknowledged. A receive comm (TCP and IB) does the same while its sender may still wait for an
+// ack of the receives it completed (RecvCore::OwesIdleProgress): only a driven receiver accepts the
+// links its sender probes after a failure and writes the ack again on them (tests/sim seeds 100387,
+// 100931). A background thread, running only while something is listed (it ends when the list
+// empties, so closing every comm leaves no thread), drives each listed
 // comm every kPeriodNs unless its owner is inside it (Comm::TryIdleProgress: try-lock of the comm's
 // drive lock, which isend/test hold), and drops it once it is acknowledged, ended, or NCCL holds a
 // request of it again. A comm leaves the list before it is destroyed (Remove waits for a pass in

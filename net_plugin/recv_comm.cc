@@ -48,8 +48,10 @@ RecvComm::~RecvComm() {
   if (core_.state() != ConnState::kActive) return;
   const uint64_t now = NowNs();
   core_.FlushHeld(now);
-  // Best effort and silent: the sender may be gone already (a write error here is no failure of a
-  // connection that is being closed), and a link with a frame half written takes no other.
+  // Best effort and silent, so not FlushControl: the sender may be gone already, and a write error here
+  // is no failure of a connection that is being closed (FlushControl would fail it, "closed the
+  // connection with a receive pending": NetFaults.UnpolledPeersCauseNoFalseFailover). A link with a
+  // frame half written takes no other.
   for (size_t idx = 0; idx < links_.size(); ++idx) {
     RxLink& l = links_[idx];
     Frame f;
@@ -105,7 +107,7 @@ void RecvComm::Sync() {
 // out on a link that then died, or not at all yet): IdleSends drives it, so the sender's probes are
 // accepted and the ack is written again on the link they bring.
 bool RecvComm::IdleProgress() {
-  return IdleProgressWith([this] { return OwesIdleProgress(core_); }, [this] { return Progress(true); });
+  return IdleProgressWith(core_, [this] { return Progress(true); });
 }
 
 Status RecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, void* phandle, Request** req) {
@@ -362,7 +364,7 @@ Status RecvComm::Test(Request* r, int* done, int* size) {
   }
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
-  MaybeListIdle(OwesIdleProgress(core_));
+  MaybeListIdle(core_);
   return Status::Ok();
 }
 

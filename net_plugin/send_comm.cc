@@ -113,24 +113,9 @@ SendComm::~SendComm() {
   LingerUntilAcked(core_, [this] { return Progress(); });
 }
 
-bool Comm::OwesIdleProgress(const SendCore& core) const {
-  return pool_.in_use() == 0 && core.unacknowledged() && core.state() == ConnState::kActive;
-}
-
-bool Comm::OwesIdleProgress(const RecvCore& core) const {
-  return pool_.in_use() == 0 && core.OwesIdleProgress(NowNs());
-}
-
-void Comm::MaybeListIdle(bool owes) {
-  if (idle_listed_ || !owes) return;
+void Comm::ListIdle() {
   IdleSends::Get().Add(this);
   idle_listed_ = true;
-}
-
-bool Comm::IdleProgressWith(const std::function<bool()>& owes, const std::function<Status()>& progress) {
-  if (!owes()) return false;
-  (void)progress();   // an error is the connection's: the next test() reports it
-  return owes();
 }
 
 bool Comm::TryIdleProgress() {
@@ -142,7 +127,7 @@ bool Comm::TryIdleProgress() {
 }
 
 bool SendComm::IdleProgress() {
-  return IdleProgressWith([this] { return OwesIdleProgress(core_); }, [this] { return Progress(); });
+  return IdleProgressWith(core_, [this] { return Progress(); });
 }
 
 void Comm::LingerUntilAcked(const SendCore& core, const std::function<Status()>& progress) {
@@ -386,7 +371,7 @@ Status SendComm::Test(Request* r, int* done, int* size) {
   if (size != nullptr) *size = static_cast<int>(r->size);
   ProfStop(cfg_.prof, r);
   pool_.Put(r);
-  MaybeListIdle(OwesIdleProgress(core_));
+  MaybeListIdle(core_);
   return Status::Ok();
 }
 

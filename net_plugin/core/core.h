@@ -561,16 +561,13 @@ class RecvCore final : public CoreBase {
   // Whether this comm must be driven although NCCL holds none of its receives (IdleSends does it: NCCL
   // calls a receive comm only while it has a receive there): the sender may still wait for an ack of
   // messages that completed here, and only this side can accept the links it probes and send the ack
-  // again on them. True from an ack queued (or one not queued yet) until a sample of a link that
-  // carried it shows every byte of its control stream acknowledged by the sender's kernel, and again
-  // after any link drop (the ack may have been lost with it). The sender may still lose an ack its
-  // kernel holds (a reset before it read it, tests/sim seed 100931), so the duty lasts RERAIL_GIVEUP_MS
-  // past that confirmation: the sender's own bound for a wait with no link. It ends at once when the
-  // connection ends, or after RERAIL_GIVEUP_MS with no link (the sender gave up too).
-  bool OwesIdleProgress(uint64_t now) const {
-    return state_ == ConnState::kActive &&
-           (ack_unconfirmed_ || tracker_.completed_prefix() != ack_sent_ || now < owe_until_ns_);
-  }
+  // again on them. True from a completion until a sample of a link that carried an ack covering it
+  // shows every byte of its control stream acknowledged by the sender's kernel, and again after any
+  // link drop (the ack may have been lost with it). The sender may still lose an ack its kernel holds
+  // (a reset before it read it, tests/sim seed 100931), so the duty lasts RERAIL_GIVEUP_MS past that
+  // confirmation (the sender's own bound for a wait with no link; Poll ends it). It ends at once when
+  // the connection ends, or after RERAIL_GIVEUP_MS with no link (the sender gave up too). Reads no clock.
+  bool OwesIdleProgress() const { return state_ == ConnState::kActive && (ack_unconfirmed_ || owe_until_ns_ != 0); }
   // The driver closes the comm: an ack or credit held back is queued now (NextControl), so a sender
   // that lingers on the ack of its last messages (a closing send comm) gets it at once.
   void FlushHeld(uint64_t now);
@@ -643,8 +640,8 @@ class RecvCore final : public CoreBase {
   uint64_t waited_upto_ = 0;    // 1 + the newest completed message whose sender waits for the ack
   uint32_t eager_unacked_ = 0;  // eager messages completed since the last ack
   size_t eager_unacked_bytes_ = 0;
-  bool ack_unconfirmed_ = false;  // OwesIdleProgress: the sender's kernel may not have the latest ack
-  uint64_t owe_until_ns_ = 0;     // OwesIdleProgress: RERAIL_GIVEUP_MS after the last confirmation
+  bool ack_unconfirmed_ = false;  // OwesIdleProgress: the sender's kernel may not have an ack of every completion
+  uint64_t owe_until_ns_ = 0;     // OwesIdleProgress: RERAIL_GIVEUP_MS after the last confirmation (0: none)
   bool peer_eager_ = false;     // the last data frame was a chunk of an eager message (needs no credit)
   uint64_t want_credit_ = 0;    // the sender waits for a credit covering this (kFrameWantCredit)
   uint64_t held_since_ns_ = 0;  // since when an ack or credit is held back (0: none)

@@ -311,6 +311,7 @@ void RecvCore::Complete(RxTracker::Slot* slot, const Frame& f) {
   // A 0-byte message (an end-of-stream marker) is acknowledged at once although eager: its sender is
   // about to close, and a closing send comm lingers until the ack (up to 1 s) — this receiver may not
   // be called again to flush a deferred one.
+  ack_unconfirmed_ = true;
   if (IsEager(f) && slot->total > 0) ++eager_unacked_, eager_unacked_bytes_ += static_cast<size_t>(slot->total);
   else waited_upto_ = std::max(waited_upto_, f.seq + 1);  // the sender's request waits for this ack
   // The ack may go (every byte is in place); NCCL gets the buffer back only once no late duplicate
@@ -375,11 +376,11 @@ void RecvCore::QueueControl(uint64_t now, bool idle, bool flush_held) {
   uint64_t prefix = tracker_.completed_prefix();
   uint64_t credit = tracker_.posted();
   const bool new_ack = prefix != ack_sent_, new_credit = credit != credit_sent_;
-  // A new credit goes out at once when the sender may be holding a message for it: it sends normal
-  // messages (an eager one needs no credit), or it said so.
   // A message whose sender waits for its ack may complete before older eager ones: every ack is
   // urgent until one covers it (deferring the ack that finally does would leave that send waiting for
-  // the receiver's next call, which may never come: tests/sim seed 103173).
+  // the receiver's next call, which may never come: tests/sim seed 103173). A new credit goes out at
+  // once when the sender may be holding a message for it: it sends normal messages (an eager one
+  // needs no credit), or it said so.
   bool ack_due = (new_ack && (ack_urgent_ || waited_upto_ > ack_sent_ || eager_unacked_ >= kEagerAckEvery ||
                               eager_unacked_bytes_ >= cfg_.eager_pool / 2)) ||
                  (new_credit && (!peer_eager_ || credit_sent_ < want_credit_));
@@ -393,7 +394,6 @@ void RecvCore::QueueControl(uint64_t now, bool idle, bool flush_held) {
   if (ack_due && LiveLinks() > 0) {
     copies = 2;
     for (auto& l : links_) l.carries_ack = false;  // their copies are older
-    ack_unconfirmed_ = prefix > 0;
     ack_sent_ = prefix;
     credit_sent_ = credit;
     ack_urgent_ = false;
@@ -460,6 +460,7 @@ void RecvCore::Poll(uint64_t now, bool idle) {
       DropLink(now, static_cast<int>(idx), "link-down event", false);
     }
   }
+  if (owe_until_ns_ != 0 && now >= owe_until_ns_) owe_until_ns_ = 0;  // OwesIdleProgress: the duty ended
   QueueControl(now, idle);
   int working = 0;
   for (const auto& l : links_) working += l.alive && !Stalled(l) && !l.rail_down;

@@ -250,7 +250,7 @@ bool World::NcclDrives(const Comm& c, int side) const {
 // Comm::OwesIdleProgress): a send comm while its sends are unacknowledged, a receive comm while its
 // sender may still wait for an ack (RecvCore::OwesIdleProgress).
 bool World::IdleSendsDrive(const Comm& c, int side) const {
-  if (side == 1) return c.r_test == c.r_post && c.recv->OwesIdleProgress(now_);
+  if (side == 1) return c.r_test == c.r_post && c.recv->OwesIdleProgress();
   return c.ready && c.s_test == c.s_post && c.send->unacknowledged() && c.send->state() == net::ConnState::kActive;
 }
 

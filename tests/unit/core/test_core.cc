@@ -1128,41 +1128,54 @@ TEST(Core, TheAckThatCoversAWaitedForMessageIsNeverDeferred) {
 
 // NCCL holds no receive of a comm whose receives all completed, so it calls nothing there; while the
 // sender may still wait for their ack, IdleSends must drive it (RecvCore::OwesIdleProgress). The duty
-// starts with the ack, survives its confirmation for RERAIL_GIVEUP_MS (a reset may still lose it in
-// the sender's socket), comes back with any link drop, and ends with the connection.
+// starts with a completion, survives the ack's confirmation for RERAIL_GIVEUP_MS (a reset may still
+// lose it in the sender's socket; Poll ends it), comes back with any link drop, ends after
+// RERAIL_GIVEUP_MS with no link (the sender gave up), and ends with the connection.
 TEST(Core, AReceiverOwesIdleProgressUntilItsAckIsSafe) {
   CoreConfig cfg = Cfg();
   RecvCore recv(cfg, 0x66, cfg.chunk, nullptr);
   ASSERT_TRUE(recv.OnLinkUp(0, 0, 0, 0, 1, "l0"));
-  EXPECT_FALSE(recv.OwesIdleProgress(0)) << "nothing completed, nothing owed";
+  EXPECT_FALSE(recv.OwesIdleProgress()) << "nothing completed, nothing owed";
   std::vector<uint8_t> b(4096);
-  void* slot = nullptr;
-  bool posted = false;
-  ASSERT_TRUE(recv.Irecv(0, b.data(), b.size(), &b, &posted, &slot).ok() && posted);
-  Frame f{FrameMagic(FrameType::kData), 4096, 0x66, 0, 0, 0, 4096};
-  ASSERT_EQ(recv.OnFrame(kMs, 0, 0, f).kind, RxAction::kPlace);
-  recv.OnPayload(kMs, 0, 0);
-  EXPECT_TRUE(recv.OwesIdleProgress(kMs)) << "the ack is not even queued";
+  auto receive = [&](uint64_t now, uint64_t seq, uint32_t epoch) {
+    void* slot = nullptr;
+    bool posted = false;
+    ASSERT_TRUE(recv.Irecv(now, b.data(), b.size(), &b, &posted, &slot).ok() && posted);
+    Frame f{FrameMagic(FrameType::kData), 4096, 0x66, epoch, seq, 0, 4096};
+    ASSERT_EQ(recv.OnFrame(now, 0, 0, f).kind, RxAction::kPlace);
+    recv.OnPayload(now, 0, 0);
+  };
+  receive(kMs, 0, 0);
+  EXPECT_TRUE(recv.OwesIdleProgress()) << "the ack is not even queued";
   recv.Poll(kMs, false);
   Frame c{};
   while (recv.NextControl(kMs, 0, &c)) {}
-  EXPECT_TRUE(recv.OwesIdleProgress(kMs)) << "written, not known to have arrived";
+  EXPECT_TRUE(recv.OwesIdleProgress()) << "written, not known to have arrived";
   std::vector<LinkSample> s(1);
   s[0].valid = true;
   s[0].streams = 1;
   s[0].s[0].outq = 40;  // the ack frame still unacknowledged by the sender's kernel
   recv.OnSamples(2 * kMs, s);
-  EXPECT_TRUE(recv.OwesIdleProgress(2 * kMs));
+  EXPECT_TRUE(recv.OwesIdleProgress());
   s[0].s[0].outq = 0;
   s[0].s[0].acked_bytes = 200;
   const uint64_t confirmed = 3 * kMs;
   recv.OnSamples(confirmed, s);
-  EXPECT_TRUE(recv.OwesIdleProgress(confirmed + cfg.giveup_ns - 1)) << "a reset may still lose it";
-  EXPECT_FALSE(recv.OwesIdleProgress(confirmed + cfg.giveup_ns)) << "owed for good";
-  recv.OnLinkError(confirmed + cfg.giveup_ns, 0, "test: reset", false);
-  EXPECT_TRUE(recv.OwesIdleProgress(confirmed + cfg.giveup_ns)) << "the ack may have been lost with the link";
+  recv.Poll(confirmed + cfg.giveup_ns - 1, false);
+  EXPECT_TRUE(recv.OwesIdleProgress()) << "a reset may still lose it";
+  recv.Poll(confirmed + cfg.giveup_ns, false);
+  EXPECT_FALSE(recv.OwesIdleProgress()) << "owed for good";
+  const uint64_t dropped = confirmed + cfg.giveup_ns;
+  recv.OnLinkError(dropped, 0, "test: reset", false);
+  EXPECT_TRUE(recv.OwesIdleProgress()) << "the ack may have been lost with the link";
+  recv.Poll(dropped, false);
+  recv.Poll(dropped + cfg.giveup_ns + 1, false);
+  EXPECT_FALSE(recv.OwesIdleProgress()) << "no link for RERAIL_GIVEUP_MS: the sender gave up, nothing is owed";
+  ASSERT_TRUE(recv.OnLinkUp(dropped + cfg.giveup_ns + 2, 0, 1, 0, 1, "l0"));
+  receive(dropped + cfg.giveup_ns + 3, 1, 1);
+  EXPECT_TRUE(recv.OwesIdleProgress()) << "a new completion";
   (void)recv.Abort(Code::kInternalError, "test: the connection ends");
-  EXPECT_FALSE(recv.OwesIdleProgress(confirmed + cfg.giveup_ns)) << "an ended connection owes nothing";
+  EXPECT_FALSE(recv.OwesIdleProgress()) << "an ended connection owes nothing";
 }
 
 TEST(Core, AnEndedCommLeavesTheSharedRailLoad) {
