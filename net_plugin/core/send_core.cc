@@ -278,7 +278,16 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     }
     if (now != last_observe_ns_) sched_.Observe(now), last_observe_ns_ = now;
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
-    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
+    // Sized by the frame this call would send: a small message asks for its own room, not a whole
+    // chunk's, on a rail other comms keep near its cap (seed 3398388: a 4-byte message waited 55 ms).
+    size_t len = cfg_.chunk;
+    if (!requeue_.empty()) {
+      len = requeue_.front().len;
+    } else {
+      const TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
+      len = std::min<size_t>(cfg_.chunk, m.size - m.next_off);
+    }
+    if (!sched_.Admit(idx, eligible_, len, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
       refused_ = true;
       return false;  // another rail would finish it sooner, or this one holds enough
     }
@@ -330,7 +339,11 @@ void SendCore::AddPending(int64_t delta) {
   if (state_ == ConnState::kActive) sched_.SetPending(pending_bytes_);  // an ended comm left the shared load
 }
 
-void SendCore::OnWritten(int idx, size_t bytes) { sched_.OnWritten(idx, bytes); }
+// A comm with no request open leaves no backlog share behind (ForgetBacklogIfIdle): its heartbeats
+// and late duplicates are not counted either.
+void SendCore::OnWritten(int idx, size_t bytes) {
+  if (open_ != 0) sched_.OnWritten(idx, bytes);
+}
 
 // An eager send completes once every chunk is in the transport; its copy stays until the ack.
 void SendCore::OnTxDone(uint64_t /*now*/, int /*idx*/, const Frame& f) {
@@ -577,7 +590,11 @@ void SendCore::ReportDelivered(uint64_t now, const std::vector<LinkSample>& samp
     // The kernel's count first: "the rail was the limit" (bytes waiting in the socket, or the rail
     // full by the scheduler's cap) must be judged on the current backlog — a stale one would count
     // a drained, idle rail as busy, measure it slower than it is, give it less work, and spiral.
-    sched_.OnKernelQueue(static_cast<int>(i), outq);
+    // A comm with no request open publishes none (ForgetBacklogIfIdle): NCCL may never drive it
+    // again, and the share it published last would hold the rail after its socket drained (seed
+    // 3256910: 196 KB of duplicates on a slowed rail, acknowledged long ago, kept a healed primary
+    // "full" for good).
+    sched_.OnKernelQueue(static_cast<int>(i), open_ != 0 ? outq : 0);
     // An idle link (nothing acknowledged, nothing waiting) says nothing about its rail.
     if (l.acked_base != UINT64_MAX && acked >= l.acked_base && (acked > l.acked_base || notsent > 0)) {
       bool limited = notsent > 0 || sched_.RailFull(static_cast<int>(i), cfg_.chunk);

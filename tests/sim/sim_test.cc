@@ -422,6 +422,35 @@ TEST(Sim, RegressionEagerSendNcclStoppedDrivingIsReSentByIdleSends) {
   EXPECT_EQ(r.errors, 0u);
 }
 
+// Regression (swarm seed 3256910 at cd33a15, NCCL polling, failover policy, 4 x 100 Mbit/s, 26 ms
+// RTT): comm 2 finished while 196 KB of its re-sent chunks, long acknowledged by their message's ack,
+// still sat in its socket on a rail slowed to 1/10. Its samples had published that share of the
+// rail's backlog; NCCL never drove it again, so the share stayed and comm 0's healed primary looked
+// full for good: a credited message was never handed out with every link healthy. A comm with no
+// request open now publishes no backlog (Core.ACommWithNoOpenRequestPublishesNoRailBacklog).
+TEST(Sim, RegressionAFinishedCommsStaleBacklogHeldARailForGood) {
+  Scenario sc = Draw(3256910, Options{});
+  ASSERT_TRUE(sc.nccl_polling);
+  ASSERT_EQ(sc.rails.size(), 4u);
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.messages, 83u);
+}
+
+// Regression (swarm seed 3398388 at cd33a15, 2 x 462 Mbit/s, 256 KiB chunks, 4 comms): three comms
+// kept both rails within a chunk of their queue cap, and a 4-byte message, asking for a whole chunk's
+// room, waited 55.6 ms (bound 43 ms). Admission is now sized by the frame it would send
+// (Core.ASmallMessageNeedsOnlyItsOwnRoomOnAFullRail).
+TEST(Sim, RegressionASmallMessageStarvedBehindChunkSizedAdmissions) {
+  Scenario sc = Draw(3398388, Options{});
+  ASSERT_EQ(sc.rails.size(), 2u);
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.messages, 68u);
+}
+
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;
   for (uint64_t seed = 1; seed <= 30; ++seed) {

@@ -1196,6 +1196,62 @@ TEST(Core, AnEndedCommLeavesTheSharedRailLoad) {
   EXPECT_EQ(loads[0].pending.load(), 0) << "a failed comm's bytes are still counted as work to do";
 }
 
+// A comm with no request open publishes no share of the rails' backlog: NCCL may never drive it
+// again, and a share published by its last sample (duplicates still in a socket after their message
+// was acknowledged) would hold the rail "full" for every other comm long after the socket drained
+// (swarm seed 3256910: a healed primary refused every chunk for good). Its heartbeats count neither.
+TEST(Core, ACommWithNoOpenRequestPublishesNoRailBacklog) {
+  RailLoad loads[kMaxRails];
+  CoreConfig cfg = Cfg();
+  cfg.loads = loads;
+  SendCore send(cfg, 0x79, {SendCore::LinkSpec{0, 1e9, "l0"}, SendCore::LinkSpec{1, 1e9, "l1"}}, nullptr, 0);
+  send.OnLinkUp(0, 0);
+  send.OnLinkUp(0, 1);
+  std::vector<LinkSample> s(2);
+  for (auto& x : s) x.valid = true, x.streams = 1;
+  s[0].s[0].outq = 200000;  // the kernel still holds 200 KB on link 0's socket
+  send.OnSamples(kMs, s);
+  EXPECT_EQ(loads[0].backlog.load(), 0) << "an idle comm's socket share was published";
+  send.OnWritten(0, 40);  // a heartbeat
+  EXPECT_EQ(loads[0].backlog.load(), 0) << "an idle comm's heartbeat was counted";
+  std::vector<uint8_t> buf(64 * 1024);
+  bool posted = false;
+  ASSERT_TRUE(send.Isend(2 * kMs, buf.data(), buf.size(), buf.data(), &posted).ok() && posted);
+  send.OnSamples(2 * kMs, s);
+  EXPECT_EQ(loads[0].backlog.load(), 200000) << "a comm with a request open publishes the kernel's figure";
+  send.OnWritten(0, 40);
+  EXPECT_EQ(loads[0].backlog.load(), 200040);
+}
+
+// Rails that other comms keep within a chunk of their queue cap still take a small message: the room
+// asked for is the frame's, not a whole chunk's (swarm seed 3398388: a 4-byte message waited 55 ms
+// behind 256 KiB admissions of three busy comms).
+TEST(Core, ASmallMessageNeedsOnlyItsOwnRoomOnAFullRail) {
+  RailLoad loads[kMaxRails];
+  CoreConfig cfg = Cfg();
+  cfg.chunk = 256 * 1024;
+  cfg.loads = loads;
+  SendCore send(cfg, 0x7a, {SendCore::LinkSpec{0, 1e9, "l0"}, SendCore::LinkSpec{1, 1e9, "l1"}}, nullptr, 0);
+  LinkCommand cmd;
+  while (send.NextCommand(&cmd)) {}
+  send.OnLinkUp(kMs, 0);
+  send.OnLinkUp(kMs, 1);
+  const int64_t cap = static_cast<int64_t>(1e9 / 8e9 * Scheduler::kMaxQueueNs);  // nominal speed, no RTT yet
+  for (int r = 0; r < 2; ++r) loads[r].backlog = cap - 1000;  // other comms' bytes: no chunk fits
+  std::vector<uint8_t> small(4, 9), big(cfg.eager_max, 8);
+  Msg m1, m2;
+  bool posted = false;
+  ASSERT_TRUE(send.Isend(kMs, small.data(), small.size(), &m1, &posted).ok() && posted);
+  TxFrame tx;
+  ASSERT_TRUE(send.NextTx(kMs, 0, &tx)) << "a 4-byte message waits for a chunk's room";
+  EXPECT_EQ(TypeOf(tx.hdr), FrameType::kData);
+  EXPECT_EQ(tx.hdr.len, 4u);
+  for (int r = 0; r < 2; ++r) loads[r].backlog = cap - 100;
+  ASSERT_TRUE(send.Isend(kMs, big.data(), big.size(), &m2, &posted).ok() && posted);
+  EXPECT_FALSE(send.NextTx(kMs, 0, &tx)) << "1 KiB does not fit in 100 bytes of room";
+  EXPECT_FALSE(send.NextTx(kMs, 1, &tx));
+}
+
 // ---- grouped receives (core.h "Grouped receives")
 
 // One grouped receive of the test: n buffers with tags, and what each element received.
