@@ -7,12 +7,19 @@
 // each comm tested). Each pass posts what the window allows, then tests the oldest send and the oldest
 // receive once. --idle N then calls test() N times on a receive that nothing will complete (the cost
 // of NCCL's idle polling), and the receive is completed by one last send.
+// --quiet-ms M (with --comms C): C self-connected pairs each move --iters messages, then nothing calls
+// the plugin for M ms, as between two collectives; the process's CPU time over that pause is what the
+// plugin's own threads spent (IdleSends driving receive comms that owe their senders progress,
+// RecvCore::OwesIdleProgress), printed as quiet_cpu_pct (percent of one core).
 //
-//   net-hotpath [--plugin PATH] [--size BYTES] [--iters N] [--window W] [--idle N]
+//   net-hotpath [--plugin PATH] [--size BYTES] [--iters N] [--window W] [--idle N] [--comms C --quiet-ms M]
 // Prints "msgs=N size=B ns_per_msg=X tests_per_msg=Y refused_per_msg=R idle_ns=Z". Profile only the measured loops:
 //   valgrind --tool=callgrind --toggle-collect='*HotLoop*' build/bench/net-hotpath --iters 20000
 // (the per-message figure is the Ir of HotLoop over --iters; IdleLoop's over --idle).
 #include <CLI/CLI.hpp>
+
+#include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <vector>
@@ -148,6 +155,44 @@ Status Run(const std::string& plugin, size_t size, uint64_t iters, int window, u
   return ep->Finalize();
 }
 
+// --quiet-ms: `comms` pairs, `iters` messages each, then `quiet_ms` without a call into the plugin.
+Status RunQuiet(const std::string& plugin, size_t size, uint64_t iters, int window, int comms, uint64_t quiet_ms) {
+  std::unique_ptr<nb::Endpoint> ep;
+  RR_CHECK(nb::Endpoint::Open(plugin, 0, &ep));
+  struct Pair {
+    void *sc = nullptr, *rc = nullptr, *smh = nullptr, *rmh = nullptr;
+    std::vector<char> sbuf, rbuf;
+  };
+  std::vector<Pair> pairs(static_cast<size_t>(comms));
+  for (Pair& p : pairs) {
+    RR_CHECK(SelfConnect(*ep, &p.sc, &p.rc));
+    p.sbuf.assign(size + 64, 0x11);
+    p.rbuf.assign(size + 64, 0);
+    RR_CHECK(nb::FromNccl(ep->net().RegMr(p.sc, p.sbuf.data(), p.sbuf.size(), RR_NCCL_PTR_HOST, &p.smh), "regMr send"));
+    RR_CHECK(nb::FromNccl(ep->net().RegMr(p.rc, p.rbuf.data(), p.rbuf.size(), RR_NCCL_PTR_HOST, &p.rmh), "regMr recv"));
+    nb::ReqQueue sq(&ep->net(), p.sc, true, window), rq(&ep->net(), p.rc, false, window);
+    Counts c;
+    RR_CHECK(HotLoop(sq, rq, p.sbuf, p.rbuf, size, p.smh, p.rmh, iters, &c));
+  }
+  timespec c0{}, c1{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  uint64_t t0 = rr::NowNs();
+  usleep(static_cast<useconds_t>(quiet_ms * 1000));
+  uint64_t wall = rr::NowNs() - t0;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  double cpu = static_cast<double>(c1.tv_sec - c0.tv_sec) * 1e9 + static_cast<double>(c1.tv_nsec - c0.tv_nsec);
+  std::printf("comms=%d msgs_each=%llu quiet_ms=%llu quiet_cpu_ms=%.3f quiet_cpu_pct=%.3f\n", comms,
+              static_cast<unsigned long long>(iters), static_cast<unsigned long long>(quiet_ms), cpu / 1e6,
+              100.0 * cpu / static_cast<double>(wall));
+  for (Pair& p : pairs) {
+    RR_CHECK(nb::FromNccl(ep->net().DeregMr(p.sc, p.smh), "deregMr send"));
+    RR_CHECK(nb::FromNccl(ep->net().DeregMr(p.rc, p.rmh), "deregMr recv"));
+    RR_CHECK(nb::FromNccl(ep->net().CloseRecv(p.rc), "closeRecv"));
+    RR_CHECK(nb::FromNccl(ep->net().CloseSend(p.sc), "closeSend"));
+  }
+  return ep->Finalize();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,13 +200,18 @@ int main(int argc, char** argv) {
   std::string plugin = NET_HOTPATH_DEFAULT_PLUGIN;
   uint64_t size = 8, iters = 20000, idle = 0;
   int window = 1;
+  int comms = 1;
+  uint64_t quiet_ms = 0;
   app.add_option("--plugin", plugin, "net plugin: path or NCCL_NET_PLUGIN-style name")->capture_default_str();
   app.add_option("--size", size, "bytes per message")->check(CLI::Range(uint64_t{0}, uint64_t{1} << 30));
   app.add_option("--iters", iters, "messages")->check(CLI::Range(uint64_t{1}, uint64_t{100000000}));
   app.add_option("--window", window, "outstanding requests per comm")->check(CLI::Range(1, 8));
   app.add_option("--idle", idle, "idle test() calls to time after the messages")->check(CLI::Range(uint64_t{0}, uint64_t{100000000}));
+  app.add_option("--comms", comms, "with --quiet-ms: self-connected pairs")->check(CLI::Range(1, 1024));
+  app.add_option("--quiet-ms", quiet_ms, "after the messages, a pause without plugin calls; prints the CPU spent in it")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{600000}));
   CLI11_PARSE(app, argc, argv);
-  Status s = Run(plugin, size, iters, window, idle);
+  Status s = quiet_ms > 0 ? RunQuiet(plugin, size, iters, window, comms, quiet_ms) : Run(plugin, size, iters, window, idle);
   if (!s.ok()) {
     std::fprintf(stderr, "net-hotpath: %s\n", s.ToString().c_str());
     for (const auto& l : nb::LogCapture::Take())

@@ -48,6 +48,7 @@
 // written by the link-monitor thread, read here without a lock).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -60,6 +61,7 @@
 #include <vector>
 
 #include "core/core.h"
+#include "idle_sends.h"
 #include "listen_hub.h"
 #include "rerail/clock.h"
 #include "request.h"
@@ -152,10 +154,10 @@ class Comm {
   // Drives I/O, then reports whether `r` is done (and its size). Frees `r` when done.
   virtual Status Test(Request* r, int* done, int* size) = 0;
   RequestPool& pool() { return pool_; }
-  // IdleSends (idle_sends.h), from its thread: drives a listed send comm once unless its owner is
-  // inside it; false when it no longer needs that (the peer acknowledged everything, the connection
-  // ended, or NCCL holds a request of it again).
-  bool TryIdleProgress();
+  // IdleSends (idle_sends.h), from its thread: drives a listed comm once unless its owner is inside
+  // it; returns when it wants the next pass (ns from now), 0 when it no longer needs one (the peer
+  // acknowledged everything, the connection ended, or NCCL holds a request of it again).
+  uint64_t TryIdleProgress();
 
  protected:
   // Marks the requests the core completed as done.
@@ -200,14 +202,18 @@ class Comm {
     if (!idle_listed_ && OwesIdleProgress(core)) ListIdle();
   }
   void ListIdle();
-  // Whether an idle comm still needs IdleSends, and drives it once if so (drive_mu_ held).
+  // Whether an idle comm still needs IdleSends, and drives it once if so (drive_mu_ held): the time
+  // until it wants the next pass, 0 when it needs none.
   template <class Core>
-  bool IdleProgressWith(const Core& core, const std::function<Status()>& progress) {
-    if (!OwesIdleProgress(core)) return false;
+  uint64_t IdleProgressWith(const Core& core, const std::function<Status()>& progress) {
+    if (!OwesIdleProgress(core)) return 0;
     (void)progress();   // an error is the connection's: the next test() reports it
-    return OwesIdleProgress(core);
+    return OwesIdleProgress(core) ? IdlePeriod(core) : 0;
   }
-  virtual bool IdleProgress() { return false; }
+  static uint64_t IdlePeriod(const SendCore&) { return IdleSends::kPeriodNs; }
+  // A lingering receive comm at RecvCore::IdlePeriodNs, not at every pass.
+  static uint64_t IdlePeriod(const RecvCore& core) { return std::max(IdleSends::kPeriodNs, core.IdlePeriodNs()); }
+  virtual uint64_t IdleProgress() { return 0; }
 
   uint32_t magic_;
   RequestPool pool_;
@@ -262,7 +268,7 @@ class SendComm final : public Comm, private CoreObserver {
 
   Status Progress() { return Progress(NowNs()); }
   Status Progress(uint64_t now);  // now: the caller's clock (one read per NCCL call)
-  bool IdleProgress() override;
+  uint64_t IdleProgress() override;
   void Commands(uint64_t now);  // carries out the core's link commands
   void PollConnector(int idx, uint64_t now);
   void WriteStream(int idx, int i, uint64_t now, bool* progressed);
@@ -298,7 +304,7 @@ class RecvComm final : public Comm, private CoreObserver {
   Status Irecv(int n, void* const* data, const size_t* caps, const int* tags, void* phandle, Request** req);
   Status Test(Request* r, int* done, int* size) override;
   ConnState state() const { return core_.state(); }
-  bool IdleProgress() override;
+  uint64_t IdleProgress() override;
 
  private:
   enum class Phase : uint8_t { kHeader, kPayload };

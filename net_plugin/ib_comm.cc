@@ -185,8 +185,8 @@ IbSendComm::~IbSendComm() {
   if (core_) LingerUntilAcked(*core_, [this] { return Progress(); });
 }
 
-bool IbSendComm::IdleProgress() {
-  return core_ && IdleProgressWith(*core_, [this] { return Progress(); });
+uint64_t IbSendComm::IdleProgress() {
+  return core_ ? IdleProgressWith(*core_, [this] { return Progress(); }) : 0;
 }
 
 Status IbSendComm::PollConnect(bool* ready) {
@@ -459,7 +459,7 @@ void IbRecvComm::OnFailover(int link, const std::string& why, uint64_t /*bytes*/
 
 // NCCL holds none of the comm's receives while the sender may still wait for an ack (RecvCore::
 // OwesIdleProgress): IdleSends drives it, so the sender's new links are answered and carry the ack.
-bool IbRecvComm::IdleProgress() {
+uint64_t IbRecvComm::IdleProgress() {
   return IdleProgressWith(core_, [this] { return Progress(); });
 }
 

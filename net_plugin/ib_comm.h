@@ -122,7 +122,7 @@ class IbSendComm final : public Comm, private CoreObserver, private ib::IbDialer
 
  private:
   Status Progress();
-  bool IdleProgress() override;
+  uint64_t IdleProgress() override;
   // CoreObserver: the rail-health board and the profiler (rail = the link's local IB device).
   void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
                   bool was_probing) override;
@@ -166,7 +166,7 @@ class IbRecvComm final : public Comm, private CoreObserver {
   Status Test(Request* r, int* done, int* size) override;
   // Answers the hellos that arrived (IbListenComm::Accept drives it before handing the comm out).
   Status Progress();
-  bool IdleProgress() override;
+  uint64_t IdleProgress() override;
   // An IB link is up, or the TCP link (every IB port down at connect: the sender's connect returned too).
   bool AnyLinkUp() const;
 

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "conn.h"
+#include "rerail/clock.h"
 
 namespace rr::net {
 
@@ -24,7 +25,7 @@ IdleSends::~IdleSends() {
 void IdleSends::Add(Comm* c) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    comms_.push_back(c);
+    comms_.push_back(Entry{c, NowNs() + kPeriodNs});
     if (!running_) {   // the thread ends whenever the list empties (no thread left behind)
       if (thread_.joinable()) thread_.join();   // it returned: it set running_ under mu_ as its last step
       running_ = true;
@@ -37,7 +38,8 @@ void IdleSends::Add(Comm* c) {
 void IdleSends::Remove(Comm* c) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    comms_.erase(std::remove(comms_.begin(), comms_.end(), c), comms_.end());
+    comms_.erase(std::remove_if(comms_.begin(), comms_.end(), [c](const Entry& e) { return e.comm == c; }),
+                 comms_.end());
   }
   cv_.notify_one();
 }
@@ -45,10 +47,26 @@ void IdleSends::Remove(Comm* c) {
 void IdleSends::Run() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_ && !comms_.empty()) {
-    cv_.wait_for(lk, std::chrono::nanoseconds(kPeriodNs), [this] { return stop_ || comms_.empty(); });
+    uint64_t now = NowNs(), next = UINT64_MAX;
+    for (const Entry& e : comms_) next = std::min(next, e.due_ns);
+    if (next > now) {
+      // Add and Remove notify: a new comm is due kPeriodNs after it was listed, and the wait is
+      // recomputed with it.
+      cv_.wait_for(lk, std::chrono::nanoseconds(std::min(next - now, kPeriodNs * 100)));
+      continue;
+    }
     for (std::size_t i = 0; !stop_ && i < comms_.size();) {
-      if (comms_[i]->TryIdleProgress()) ++i;
-      else comms_.erase(comms_.begin() + static_cast<std::ptrdiff_t>(i));
+      if (comms_[i].due_ns > now) {
+        ++i;
+        continue;
+      }
+      uint64_t in = comms_[i].comm->TryIdleProgress();
+      if (in == 0) {
+        comms_.erase(comms_.begin() + static_cast<std::ptrdiff_t>(i));
+        continue;
+      }
+      comms_[i].due_ns = now + in;
+      ++i;
     }
   }
   running_ = false;

@@ -18,7 +18,8 @@
 // empties, so closing every comm leaves no thread), drives each listed
 // comm every kPeriodNs unless its owner is inside it (Comm::TryIdleProgress: try-lock of the comm's
 // drive lock, which isend/test hold), and drops it once it is acknowledged, ended, or NCCL holds a
-// request of it again. A comm leaves the list before it is destroyed (Remove waits for a pass in
+// request of it again. A comm sets its own cadence: kPeriodNs, or a lingering receive comm's slower
+// RecvCore::IdlePeriodNs; the thread sleeps until the earliest is due. A comm leaves the list before it is destroyed (Remove waits for a pass in
 // progress). Lock order: a comm's drive lock, then the list's; the thread never waits for a comm.
 #pragma once
 
@@ -46,7 +47,11 @@ class IdleSends {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Comm*> comms_;
+  struct Entry {
+    Comm* comm;
+    uint64_t due_ns;  // its next pass (Comm::TryIdleProgress says how far ahead)
+  };
+  std::vector<Entry> comms_;
   std::thread thread_;
   bool running_ = false;
   bool stop_ = false;

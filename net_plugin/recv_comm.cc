@@ -106,7 +106,7 @@ void RecvComm::Sync() {
 // NCCL holds none of the comm's receives while the sender may still wait for an ack (the ack went
 // out on a link that then died, or not at all yet): IdleSends drives it, so the sender's probes are
 // accepted and the ack is written again on the link they bring.
-bool RecvComm::IdleProgress() {
+uint64_t RecvComm::IdleProgress() {
   return IdleProgressWith(core_, [this] { return Progress(true); });
 }
 

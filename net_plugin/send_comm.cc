@@ -118,15 +118,15 @@ void Comm::ListIdle() {
   idle_listed_ = true;
 }
 
-bool Comm::TryIdleProgress() {
+uint64_t Comm::TryIdleProgress() {
   std::unique_lock<std::mutex> lk(drive_mu_, std::try_to_lock);
-  if (!lk.owns_lock()) return true;   // its owner is driving it: look again on the next pass
-  bool keep = IdleProgress();
-  if (!keep) idle_listed_ = false;
-  return keep;
+  if (!lk.owns_lock()) return IdleSends::kPeriodNs;   // its owner is driving it: look again next pass
+  uint64_t next = IdleProgress();
+  if (next == 0) idle_listed_ = false;
+  return next;
 }
 
-bool SendComm::IdleProgress() {
+uint64_t SendComm::IdleProgress() {
   return IdleProgressWith(core_, [this] { return Progress(); });
 }
 

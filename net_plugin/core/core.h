@@ -568,6 +568,15 @@ class RecvCore final : public CoreBase {
   // confirmation (the sender's own bound for a wait with no link; Poll ends it). It ends at once when
   // the connection ends, or after RERAIL_GIVEUP_MS with no link (the sender gave up too). Reads no clock.
   bool OwesIdleProgress() const { return state_ == ConnState::kActive && (ack_unconfirmed_ || owe_until_ns_ != 0); }
+  // How often that driving must come: at every chance (0) while an ack may be missing; while only the
+  // RERAIL_GIVEUP_MS linger holds, kIdleLingerNs, or a quarter of a sender's probe timeout when that
+  // is shorter, answers a probe in time (a dropped link makes the ack unconfirmed again at once).
+  // Measured with 64 idle receive comms (net-hotpath --quiet-ms): the linger polled every 5 ms cost
+  // 5.5 % of a core.
+  static constexpr uint64_t kIdleLingerNs = 100'000'000;
+  uint64_t IdlePeriodNs() const {
+    return ack_unconfirmed_ ? 0 : std::min<uint64_t>(kIdleLingerNs, (2 * cfg_.stall_ns + cfg_.heartbeat_ns) / 4);
+  }
   // The driver closes the comm: an ack or credit held back is queued now (NextControl), so a sender
   // that lingers on the ack of its last messages (a closing send comm) gets it at once.
   void FlushHeld(uint64_t now);

@@ -260,8 +260,14 @@ void World::Pump(int k, int side) {
   c.pump_at[side] = UINT64_MAX;
   if (c.dead[side] || c.failed[side]) return;
   if (now_ < c.pause_until[side]) return Wake(k, side, c.pause_until[side]);
-  constexpr uint64_t kIdleNs = net::IdleSends::kPeriodNs;
-  const uint64_t idle_pass = (now_ + kIdleNs - 1) / kIdleNs * kIdleNs;  // the IdleSends thread's next pass
+  // The IdleSends thread passes every kPeriodNs; a lingering receive comm is driven only every
+  // RecvCore::IdlePeriodNs (Comm::IdleProgressWith counts passes; here: multiples of that period).
+  auto idle_period = [&] {
+    constexpr uint64_t kPass = net::IdleSends::kPeriodNs;
+    return side == 1 ? std::max<uint64_t>(1, c.recv->IdlePeriodNs() / kPass) * kPass : kPass;
+  };
+  uint64_t idle_ns = idle_period();
+  const uint64_t idle_pass = (now_ + idle_ns - 1) / idle_ns * idle_ns;  // the IdleSends thread's next pass
   if (sc_.nccl_polling && !NcclDrives(c, side)) {
     // Nobody calls a comm that owes nothing: a post wakes it (MaybePost, EngineStep). One that owes
     // its peer something waits for the next IdleSends pass.
@@ -275,7 +281,8 @@ void World::Pump(int k, int side) {
   uint64_t d = side == 0 ? c.send->Deadline() : c.recv->Deadline();
   if (sc_.nccl_polling && !NcclDrives(c, side)) {
     if (!IdleSendsDrive(c, side)) return;
-    d = now_ / kIdleNs * kIdleNs + kIdleNs;
+    idle_ns = idle_period();
+    d = now_ / idle_ns * idle_ns + idle_ns;
   }
   if (d == UINT64_MAX) return;
   if (d <= now_) {  // NCCL would poll again at once; a core that always asks for that spins

@@ -1147,6 +1147,7 @@ TEST(Core, AReceiverOwesIdleProgressUntilItsAckIsSafe) {
   };
   receive(kMs, 0, 0);
   EXPECT_TRUE(recv.OwesIdleProgress()) << "the ack is not even queued";
+  EXPECT_EQ(recv.IdlePeriodNs(), 0u) << "an ack may be missing: driven at every chance";
   recv.Poll(kMs, false);
   Frame c{};
   while (recv.NextControl(kMs, 0, &c)) {}
@@ -1163,11 +1164,15 @@ TEST(Core, AReceiverOwesIdleProgressUntilItsAckIsSafe) {
   recv.OnSamples(confirmed, s);
   recv.Poll(confirmed + cfg.giveup_ns - 1, false);
   EXPECT_TRUE(recv.OwesIdleProgress()) << "a reset may still lose it";
+  EXPECT_EQ(recv.IdlePeriodNs(), std::min<uint64_t>(RecvCore::kIdleLingerNs, (2 * cfg.stall_ns + cfg.heartbeat_ns) / 4))
+      << "lingering: a slower cadence, well within a sender's probe timeout";
+  EXPECT_GT(recv.IdlePeriodNs(), 0u);
   recv.Poll(confirmed + cfg.giveup_ns, false);
   EXPECT_FALSE(recv.OwesIdleProgress()) << "owed for good";
   const uint64_t dropped = confirmed + cfg.giveup_ns;
   recv.OnLinkError(dropped, 0, "test: reset", false);
   EXPECT_TRUE(recv.OwesIdleProgress()) << "the ack may have been lost with the link";
+  EXPECT_EQ(recv.IdlePeriodNs(), 0u) << "a dropped link: back to every chance";
   recv.Poll(dropped, false);
   recv.Poll(dropped + cfg.giveup_ns + 1, false);
   EXPECT_FALSE(recv.OwesIdleProgress()) << "no link for RERAIL_GIVEUP_MS: the sender gave up, nothing is owed";
