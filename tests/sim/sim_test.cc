@@ -34,6 +34,14 @@ void ExpectOk(const Result& r) {
   EXPECT_TRUE(r.ok) << r.violation;
 }
 
+// Runs a scenario that must pass every oracle with no request errored (RERAIL_SIM_VERBOSE=1: trace).
+Result RunClean(const Scenario& sc) {
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+  EXPECT_EQ(r.errors, 0u);
+  return r;
+}
+
 // Issue #11: one connection striped over 4 rails carried 0.74 of the link sum at 1 Gbit/s and above.
 // A rail's backlog is counted up as chunks are written and counted down only by a transport sample:
 // samples every 5 ms left a drained rail looking busy (now: every chunk's time on the fastest rail
@@ -356,9 +364,7 @@ TEST(Sim, RegressionProbeClosedBeforeTheSenderSawIt) {
   sc.faults = {reset0, reset1, ev, pause, ev2};
   sc.start_at = 0;
   sc.heal_at = 20 * kMs;
-  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
-  ExpectOk(r);
-  EXPECT_EQ(r.errors, 0u);
+  RunClean(sc);
 }
 
 // Regression (swarm seed 2212444): the peer's receive window is tiny (26 KB) and the round trip long
@@ -384,13 +390,10 @@ TEST(Sim, RegressionWindowLimitedStreamIsSlowNotHung) {
 TEST(Sim, RegressionBandwidthEstimateLockedNearZero) {
   Scenario sc = Draw(4045415, Options{});
   ASSERT_EQ(sc.rails.size(), 3u);
-  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
-  ExpectOk(r);
-  EXPECT_EQ(r.errors, 0u);
+  Result r = RunClean(sc);
   EXPECT_EQ(r.messages, 54u);
 }
 
-// Same seed, same path: the event trace's hash is identical across runs.
 // Regression (swarm seed 9000908 with --max-size 64 MiB, at e2612ed): stripe over 4 rails, 48 ms RTT,
 // 111 KiB receive windows (each stream moves ~2.3 MB/s). After a reset, comm 2's re-sent chunks filled
 // a re-admitted link's socket with 7 MB; the peer got those messages by other links and acked them,
@@ -404,9 +407,7 @@ TEST(Sim, RegressionAckedDuplicatesInASocketAreNotAnEmptyLink) {
   Scenario sc = Draw(9000908, opt);
   ASSERT_EQ(sc.rails.size(), 4u);
   ASSERT_LT(sc.rcvbuf, 128u << 10);
-  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
-  ExpectOk(r);
-  EXPECT_EQ(r.errors, 0u);
+  RunClean(sc);
 }
 
 // NCCL's polling (swarm seed 137, the first seed the model failed without IdleSends): an eager send
@@ -417,9 +418,7 @@ TEST(Sim, RegressionAckedDuplicatesInASocketAreNotAnEmptyLink) {
 TEST(Sim, RegressionEagerSendNcclStoppedDrivingIsReSentByIdleSends) {
   Scenario sc = Draw(137, Options{});
   ASSERT_TRUE(sc.nccl_polling);
-  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
-  ExpectOk(r);
-  EXPECT_EQ(r.errors, 0u);
+  RunClean(sc);
 }
 
 // Regression (swarm seed 3256910 at cd33a15, NCCL polling, failover policy, 4 x 100 Mbit/s, 26 ms
@@ -432,9 +431,7 @@ TEST(Sim, RegressionAFinishedCommsStaleBacklogHeldARailForGood) {
   Scenario sc = Draw(3256910, Options{});
   ASSERT_TRUE(sc.nccl_polling);
   ASSERT_EQ(sc.rails.size(), 4u);
-  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
-  ExpectOk(r);
-  EXPECT_EQ(r.errors, 0u);
+  Result r = RunClean(sc);
   EXPECT_EQ(r.messages, 83u);
 }
 
@@ -445,12 +442,11 @@ TEST(Sim, RegressionAFinishedCommsStaleBacklogHeldARailForGood) {
 TEST(Sim, RegressionASmallMessageStarvedBehindChunkSizedAdmissions) {
   Scenario sc = Draw(3398388, Options{});
   ASSERT_EQ(sc.rails.size(), 2u);
-  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
-  ExpectOk(r);
-  EXPECT_EQ(r.errors, 0u);
+  Result r = RunClean(sc);
   EXPECT_EQ(r.messages, 68u);
 }
 
+// Same seed, same path: the event trace's hash is identical across runs.
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;
   for (uint64_t seed = 1; seed <= 30; ++seed) {
