@@ -19,7 +19,11 @@
 // comm every kPeriodNs unless its owner is inside it (Comm::TryIdleProgress: try-lock of the comm's
 // drive lock, which isend/test hold), and drops it once it is acknowledged, ended, or NCCL holds a
 // request of it again. A comm sets its own cadence: kPeriodNs, or a lingering receive comm's slower
-// RecvCore::IdlePeriodNs; the thread sleeps until the earliest is due. A comm leaves the list before it is destroyed (Remove waits for a pass in
+// RecvCore::IdlePeriodNs; the thread sleeps until the earliest is due. A comm that NCCL drives again
+// and leaves again before its entry's pass keeps that entry: its first idle pass then comes within
+// the period it last asked for (at most a quarter of a sender's probe timeout), not within kPeriodNs
+// (the simulator models the 5 ms pass; re-listing on every completion would take this list's lock on
+// test()'s path). A comm leaves the list before it is destroyed (Remove waits for a pass in
 // progress). Lock order: a comm's drive lock, then the list's; the thread never waits for a comm.
 #pragma once
 
