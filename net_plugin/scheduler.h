@@ -138,8 +138,7 @@ class Scheduler {
   // Updates the comm's smoothed view of every rail's load (call before Admit).
   void Observe(uint64_t now_ns);
   // eligible[i]: link i may carry data at all (healthy, allowed by policy). Link 0 is the primary.
-  // `pending`: the comm's bytes not handed to any link yet (the chunk included). `chunk`: the bytes
-  // of the frame to place (a small message asks for its own room, not a whole chunk's).
+  // `pending`: the comm's bytes not handed to any link yet (the chunk included).
   bool Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const;
   double BandwidthBps(int link) const { return Bw(link) * 8e9; }
   // The primary's measured bandwidth against the best other usable link's: below kDegradedSpeed it

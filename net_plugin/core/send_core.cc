@@ -278,16 +278,7 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     }
     if (now != last_observe_ns_) sched_.Observe(now), last_observe_ns_ = now;
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
-    // Sized by the frame this call would send: a small message asks for its own room, not a whole
-    // chunk's, on a rail other comms keep near its cap (seed 3398388: a 4-byte message waited 55 ms).
-    size_t len = cfg_.chunk;
-    if (!requeue_.empty()) {
-      len = requeue_.front().len;
-    } else {
-      const TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
-      len = std::min<size_t>(cfg_.chunk, m.size - m.next_off);
-    }
-    if (!sched_.Admit(idx, eligible_, len, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
+    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
       refused_ = true;
       return false;  // another rail would finish it sooner, or this one holds enough
     }

@@ -435,15 +435,18 @@ TEST(Sim, RegressionAFinishedCommsStaleBacklogHeldARailForGood) {
   EXPECT_EQ(r.messages, 83u);
 }
 
-// Regression (swarm seed 3398388 at cd33a15, 2 x 462 Mbit/s, 256 KiB chunks, 4 comms): three comms
-// kept both rails within a chunk of their queue cap, and a 4-byte message, asking for a whole chunk's
-// room, waited 55.6 ms (bound 43 ms). Admission is now sized by the frame it would send
-// (Core.ASmallMessageNeedsOnlyItsOwnRoomOnAFullRail).
-TEST(Sim, RegressionASmallMessageStarvedBehindChunkSizedAdmissions) {
-  Scenario sc = Draw(3398388, Options{});
-  ASSERT_EQ(sc.rails.size(), 2u);
-  Result r = RunClean(sc);
-  EXPECT_EQ(r.messages, 68u);
+// Regressions (swarm seeds 7241215 and 7288708 at f0afab4, NCCL polling, 1 stream, chunks of 777 KiB
+// and 1 MiB on rails of 116 Mbit/s and below): with admission sized by the frame instead of a whole
+// chunk, a comm's first small message entered a rail whose kernel queue other comms had filled to its
+// cap (two chunks, about 110 ms at that rate) and took 62 ms against a 55 ms bound (321 against 210
+// in the other). A whole chunk's room keeps a small message out until a chunk's worth has drained.
+TEST(Sim, RegressionASmallFrameEnteredARailQueueFilledToItsCap) {
+  for (uint64_t seed : {7241215u, 7288708u}) {
+    Scenario sc = Draw(seed, Options{});
+    ASSERT_TRUE(sc.nccl_polling) << seed;
+    ASSERT_EQ(sc.streams, 1) << seed;
+    RunClean(sc);
+  }
 }
 
 // Same seed, same path: the event trace's hash is identical across runs.

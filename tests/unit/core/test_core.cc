@@ -1228,35 +1228,6 @@ TEST(Core, ACommWithNoOpenRequestPublishesNoRailBacklog) {
   EXPECT_EQ(loads[0].backlog.load(), 200040);
 }
 
-// Rails that other comms keep within a chunk of their queue cap still take a small message: the room
-// asked for is the frame's, not a whole chunk's (swarm seed 3398388: a 4-byte message waited 55 ms
-// behind 256 KiB admissions of three busy comms).
-TEST(Core, ASmallMessageNeedsOnlyItsOwnRoomOnAFullRail) {
-  RailLoad loads[kMaxRails];
-  CoreConfig cfg = Cfg();
-  cfg.chunk = 256 * 1024;
-  cfg.loads = loads;
-  SendCore send(cfg, 0x7a, {SendCore::LinkSpec{0, 1e9, "l0"}, SendCore::LinkSpec{1, 1e9, "l1"}}, nullptr, 0);
-  LinkCommand cmd;
-  while (send.NextCommand(&cmd)) {}
-  send.OnLinkUp(kMs, 0);
-  send.OnLinkUp(kMs, 1);
-  const int64_t cap = static_cast<int64_t>(1e9 / 8e9 * Scheduler::kMaxQueueNs);  // nominal speed, no RTT yet
-  for (int r = 0; r < 2; ++r) loads[r].backlog = cap - 1000;  // other comms' bytes: no chunk fits
-  std::vector<uint8_t> small(4, 9), big(cfg.eager_max, 8);
-  Msg m1, m2;
-  bool posted = false;
-  ASSERT_TRUE(send.Isend(kMs, small.data(), small.size(), &m1, &posted).ok() && posted);
-  TxFrame tx;
-  ASSERT_TRUE(send.NextTx(kMs, 0, &tx)) << "a 4-byte message waits for a chunk's room";
-  EXPECT_EQ(TypeOf(tx.hdr), FrameType::kData);
-  EXPECT_EQ(tx.hdr.len, 4u);
-  for (int r = 0; r < 2; ++r) loads[r].backlog = cap - 100;
-  ASSERT_TRUE(send.Isend(kMs, big.data(), big.size(), &m2, &posted).ok() && posted);
-  EXPECT_FALSE(send.NextTx(kMs, 0, &tx)) << "1 KiB does not fit in 100 bytes of room";
-  EXPECT_FALSE(send.NextTx(kMs, 1, &tx));
-}
-
 // ---- grouped receives (core.h "Grouped receives")
 
 // One grouped receive of the test: n buffers with tags, and what each element received.
