@@ -20,6 +20,7 @@ void Scheduler::Reset(const std::vector<int>& devs, const std::vector<double>& n
   resent_.assign(n, false);
   avg_.assign(n, 0);
   own_pending_ = 0;
+  published_ = true;
   last_observe_ns_ = 0;
   backlog_stale_ = false;
 }
@@ -50,14 +51,22 @@ void Scheduler::ClearQueued(int link) {
 
 void Scheduler::OnWritten(int link, size_t bytes) {
   own_backlog_[link] += static_cast<int64_t>(bytes);
-  load(link).backlog.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  if (published_) load(link).backlog.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);
 }
 
 void Scheduler::OnKernelQueue(int link, uint64_t outq_bytes) {
   if (static_cast<int64_t>(outq_bytes) <= kHeaderSlack) resent_[link] = false;  // drained: no duplicate left
   int64_t delta = static_cast<int64_t>(outq_bytes) - own_backlog_[link];
   own_backlog_[link] += delta;
-  if (delta != 0) load(link).backlog.fetch_add(delta, std::memory_order_relaxed);
+  if (delta != 0 && published_) load(link).backlog.fetch_add(delta, std::memory_order_relaxed);
+}
+
+void Scheduler::Publish(bool on) {
+  if (on == published_) return;
+  published_ = on;
+  for (size_t i = 0; i < own_backlog_.size(); ++i) {
+    if (own_backlog_[i] != 0) load(static_cast<int>(i)).backlog.fetch_add(on ? own_backlog_[i] : -own_backlog_[i], std::memory_order_relaxed);
+  }
 }
 
 void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t now) {

@@ -122,6 +122,12 @@ class Scheduler {
   // yet acknowledged (SIOCOUTQ, read every kReportNs), which replaces the running count.
   void OnWritten(int link, size_t bytes);
   void OnKernelQueue(int link, uint64_t outq_bytes);
+  // Whether this comm's backlog counts in the rails' shared figure. A comm with no request open may
+  // never be driven again (NCCL calls it only for its next send), so the share it last published
+  // would hold the rail "full" long after its socket drained (tests/sim seed 3256910): the owner
+  // publishes only while it holds open requests. Its own count stays exact either way (the stale-
+  // duplicate check of OnQueued needs it).
+  void Publish(bool on);
   // The transport's minimum round-trip time on the rail of `link` (TCP: tcpi_min_rtt; 0: unknown).
   void OnRtt(int link, uint64_t rtt_ns);
   uint64_t RttNs(int link) const { return load(link).rtt_ns.load(std::memory_order_relaxed); }
@@ -179,6 +185,7 @@ class Scheduler {
   std::vector<bool> resent_;     // OnResent since a kernel read showed no unaccounted bytes
   std::vector<double> avg_;      // each rail's queued bytes, smoothed over kLoadTauNs
   int64_t own_pending_ = 0;      // what SetPending last published
+  bool published_ = true;        // own_backlog_ counts in the shared RailLoad::backlog (Publish)
   uint64_t last_observe_ns_ = 0;
   bool backlog_stale_ = false;
 };

@@ -470,7 +470,6 @@ class SendCore final : public CoreBase {
   // Grouped mode: the seq of the current group's first free element with `tag`; false when none now.
   bool TakeElement(int tag, size_t size, uint64_t* seq, Status* err);
   void OnAck(uint64_t ack, uint64_t credit);
-  void ForgetBacklogIfIdle();
   void FailLink(uint64_t now, int idx, const std::string& why, bool peer_closed);
   void StartConnect(uint64_t now, int idx);
   void ReportDelivered(uint64_t now, const std::vector<LinkSample>& samples);

@@ -19,6 +19,7 @@ SendCore::SendCore(const CoreConfig& cfg, uint64_t conn_id, std::vector<LinkSpec
     rails.push_back(s.rail);
   }
   sched_.Reset(rails, nominal, cfg_.loads);
+  sched_.Publish(false);  // no request open yet
   eligible_.assign(links.size(), false);
   for (size_t i = 0; i < links.size(); ++i) {
     TxLink& l = links_[i];
@@ -179,7 +180,7 @@ Status SendCore::Isend(uint64_t /*now*/, const void* data, size_t size, void* ow
     m.data = m.copy.data();
     eager_bytes_ += size;
   }
-  if (m.owner != nullptr) ++open_;
+  if (m.owner != nullptr && open_++ == 0) sched_.Publish(true);
   *posted = true;
   return Status::Ok();
 }
@@ -330,11 +331,7 @@ void SendCore::AddPending(int64_t delta) {
   if (state_ == ConnState::kActive) sched_.SetPending(pending_bytes_);  // an ended comm left the shared load
 }
 
-// A comm with no request open leaves no backlog share behind (ForgetBacklogIfIdle): its heartbeats
-// and late duplicates are not counted either.
-void SendCore::OnWritten(int idx, size_t bytes) {
-  if (open_ != 0) sched_.OnWritten(idx, bytes);
-}
+void SendCore::OnWritten(int idx, size_t bytes) { sched_.OnWritten(idx, bytes); }
 
 // An eager send completes once every chunk is in the transport; its copy stays until the ack.
 void SendCore::OnTxDone(uint64_t /*now*/, int /*idx*/, const Frame& f) {
@@ -344,21 +341,13 @@ void SendCore::OnTxDone(uint64_t /*now*/, int /*idx*/, const Frame& f) {
   m.written += f.len;
   if (m.written < m.size) return;
   Complete(m);
-  ForgetBacklogIfIdle();
 }
 
 void SendCore::Complete(TxMsg& m) {
   if (m.owner == nullptr) return;
   done_.push_back(Completion{m.owner, m.size});
   m.owner = nullptr;
-  --open_;
-}
-
-// With no request of this comm open, NCCL may never call it again: its share of the rails' backlog
-// (eager bytes not yet acknowledged) must not linger and hold other comms off those rails.
-void SendCore::ForgetBacklogIfIdle() {
-  if (open_ != 0) return;
-  for (size_t i = 0; i < links_.size(); ++i) sched_.OnKernelQueue(static_cast<int>(i), 0);
+  if (--open_ == 0) sched_.Publish(false);  // Scheduler::Publish: NCCL may never drive it again
 }
 
 void SendCore::OnAck(uint64_t ack, uint64_t credit) {
@@ -385,7 +374,6 @@ void SendCore::OnAck(uint64_t ack, uint64_t credit) {
       q.pop_front();
     }
   }
-  ForgetBacklogIfIdle();
 }
 
 void SendCore::OnControl(uint64_t now, int idx, const Frame& f) {
@@ -581,11 +569,7 @@ void SendCore::ReportDelivered(uint64_t now, const std::vector<LinkSample>& samp
     // The kernel's count first: "the rail was the limit" (bytes waiting in the socket, or the rail
     // full by the scheduler's cap) must be judged on the current backlog — a stale one would count
     // a drained, idle rail as busy, measure it slower than it is, give it less work, and spiral.
-    // A comm with no request open publishes none (ForgetBacklogIfIdle): NCCL may never drive it
-    // again, and the share it published last would hold the rail after its socket drained (seed
-    // 3256910: 196 KB of duplicates on a slowed rail, acknowledged long ago, kept a healed primary
-    // "full" for good).
-    sched_.OnKernelQueue(static_cast<int>(i), open_ != 0 ? outq : 0);
+    sched_.OnKernelQueue(static_cast<int>(i), outq);
     // An idle link (nothing acknowledged, nothing waiting) says nothing about its rail.
     if (l.acked_base != UINT64_MAX && acked >= l.acked_base && (acked > l.acked_base || notsent > 0)) {
       bool limited = notsent > 0 || sched_.RailFull(static_cast<int>(i), cfg_.chunk);

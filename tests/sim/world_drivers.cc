@@ -261,7 +261,7 @@ void World::Pump(int k, int side) {
   if (c.dead[side] || c.failed[side]) return;
   if (now_ < c.pause_until[side]) return Wake(k, side, c.pause_until[side]);
   // The IdleSends thread passes every kPeriodNs; a lingering receive comm is driven only every
-  // RecvCore::IdlePeriodNs (Comm::IdleProgressWith counts passes; here: multiples of that period).
+  // RecvCore::IdlePeriodNs (IdleSends keeps a due time per comm; here: multiples of that period).
   auto idle_period = [&] {
     constexpr uint64_t kPass = net::IdleSends::kPeriodNs;
     return side == 1 ? std::max<uint64_t>(1, c.recv->IdlePeriodNs() / kPass) * kPass : kPass;
