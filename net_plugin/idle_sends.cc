@@ -70,6 +70,16 @@ void IdleSends::Run() {
     }
   }
   running_ = false;
+  ended_.notify_all();
+}
+
+void IdleSends::JoinIfIdle() {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!comms_.empty()) return;
+  cv_.notify_one();
+  // running_ goes false under mu_ as the thread's last step: once seen, joining under mu_ is safe.
+  ended_.wait_for(lk, std::chrono::seconds(1), [this] { return !running_ || !comms_.empty(); });
+  if (!running_ && thread_.joinable()) thread_.join();
 }
 
 }  // namespace rr::net

@@ -45,12 +45,17 @@ class IdleSends {
   ~IdleSends();
   void Add(Comm* c);
   void Remove(Comm* c);
+  // With nothing listed, waits (at most a second) for the thread to end and joins it: the plugin's
+  // last finalize leaves no thread of rerail's behind. A thread that saw its list empty is still
+  // exiting for a moment after Remove returns (a thread count right after finalize saw it under load).
+  void JoinIfIdle();
 
  private:
   void Run();
 
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable ended_;  // the thread set running_ = false
   struct Entry {
     Comm* comm;
     uint64_t due_ns;  // its next pass (Comm::TryIdleProgress says how far ahead)

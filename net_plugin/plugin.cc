@@ -7,6 +7,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "idle_sends.h"
 #include "rerail/auth.h"
 #include "rerail/params.h"
 #include "rerail/tuner/health_link.h"
@@ -354,6 +355,7 @@ Status Plugin::Finalize(void* ctx) {
   if (--refs_ == 0) {
     tuner::UnregisterRailSource(0);
     ReleaseAll();
+    IdleSends::Get().JoinIfIdle();  // every comm is gone: its thread ends, joined here
     if (monitor_) monitor_->Stop();
     monitor_.reset();
     StopIbMonitor();

@@ -97,7 +97,17 @@ void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t no
   // lower bound on the rail's, so an estimate far too low climbs back whenever the rail is used at
   // all (else the cap of rule 1, sized by the estimate, keeps the rail's kernel queue short, no
   // window is backlogged, and the rail stays throttled to a chunk per report for good).
-  if ((r.win_reports >= 2 && 2 * r.win_busy_ns >= span) || (old > 0 && rate > old)) {
+  // A window that delivered nothing is no rate either: the rail is dead (the stall watchdog's
+  // business) or the receiver is not reading. Taken as a first sample, it set the estimate to ~0
+  // at once (tests/sim seed 13124969).
+  if (r.win_bytes > 0 && old > 0 && rate > kFarAbove * old) {
+    // Far more than the estimate is a lower bound on the rail's rate: taken whole, so an estimate far
+    // too low is back within a window or two (the cap it sets admits at least twice what one window
+    // then delivered) instead of a quarter of the way per window. Near the estimate it is the
+    // window-to-window noise of a rail's rate and goes through the average: taking every upward
+    // swing whole overrated a quarter-rate rail (sim all_reduce on X,X,X,X/4 at 200 Mbit/s 0.95 -> 0.93).
+    r.bw.store(rate, std::memory_order_relaxed);
+  } else if (r.win_bytes > 0 && ((r.win_reports >= 2 && 2 * r.win_busy_ns >= span) || (old > 0 && rate > old))) {
     r.bw.store(old == 0 ? rate : (1 - kAlpha) * old + kAlpha * rate, std::memory_order_relaxed);
   }
   r.win_start_ns = now;
@@ -165,7 +175,7 @@ void Scheduler::OnRtt(int link, uint64_t rtt_ns) {
 
 bool Scheduler::RailFull(int link, size_t chunk) const {
   double queue_ns = kMaxQueueNs + kBdpFactor * static_cast<double>(RttNs(link));
-  double cap = std::max(Bw(link) * queue_ns, static_cast<double>(kMinQueueChunks * static_cast<int64_t>(chunk)));
+  double cap = std::max(Bw(link) * queue_ns, static_cast<double>(kMinQueueChunks * (static_cast<int64_t>(chunk) + kFrameOverhead)));
   return static_cast<double>(rail_backlog(link)) + static_cast<double>(chunk) > cap;
 }
 

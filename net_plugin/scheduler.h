@@ -42,9 +42,12 @@
 //     bytes (tcpi_bytes_acked of every comm's links on that rail, summed), sampled over windows of
 //     kSampleNs or kSampleRtts round trips, whichever is longer (a window must span many RTTs of
 //     acknowledgements to measure a rate), in which the senders had bytes waiting (unsent bytes in a socket, or the
-//     rail full by rule 1) for most of the window's time; windows limited by demand are not samples,
-//     unless they delivered more than the estimate (a lower bound on the rail's rate: an estimate
-//     far too low, which caps the rail's queue so that no window is backlogged, climbs back). Kernel acknowledgements, not message
+//     rail full by rule 1) for most of the window's time; windows limited by demand, or by the peer's
+//     receive window (its application not reading), are not samples, nor is a window that delivered
+//     nothing. A window that delivered more than the estimate counts, backlogged or not, and one
+//     that delivered more than kFarAbove times it replaces it (a lower bound on the rail's rate: an
+//     estimate far too low, which caps the rail's queue so that no window is backlogged, is back
+//     within a window or two). Kernel acknowledgements, not message
 //     acks: a message striped over several rails is acknowledged once, which would credit every rail
 //     with the slowest one's pace. Until the first sample the device's nominal speed is used (so
 //     rule 1 does not bind before the rail has been measured). Shared per rail, so every comm learns
@@ -90,6 +93,7 @@ struct RailLoad {
 class Scheduler {
  public:
   static constexpr double kAlpha = 0.25;
+  static constexpr double kFarAbove = 2.0;  // a window this far above the estimate replaces it
   static constexpr uint64_t kSampleNs = 50'000'000;  // 50 ms
   static constexpr uint64_t kReportNs = 5'000'000;   // how often a comm reports its links' acked bytes
   // Reports further apart than this (the rail's links were down, or no comm was driven) end the
@@ -109,7 +113,8 @@ class Scheduler {
                                                   // beyond its bandwidth-delay product (RailFull)
   static constexpr double kBdpFactor = 2.0;       // ... of kBdpFactor round trips
   static constexpr uint64_t kSampleRtts = 8;      // a bandwidth window spans at least this many RTTs
-  static constexpr int64_t kMinQueueChunks = 2;  // ... but at least this many chunks
+  static constexpr int64_t kMinQueueChunks = 2;  // ... but at least this many chunks (with their headers)
+  static constexpr int64_t kFrameOverhead = 64;  // a chunk's header on the wire, at most
   static constexpr int64_t kHeaderSlack = 64 * 1024;  // headers and control frames above the payload
 
   // Per link: its local device (index into `loads`) and nominal speed (bits/s). `loads` is the

@@ -228,6 +228,9 @@ struct StreamSample {
   uint64_t notsent = 0;      // written by the driver, not yet sent (the transport is the limit)
   uint64_t outq = 0;         // written, not yet acknowledged (queued + in flight)
   uint64_t min_rtt_ns = 0;   // the transport's minimum round-trip time (TCP: tcpi_min_rtt); 0 unknown
+  // Cumulative time the peer's receive window was the limit (TCP: tcpi_rwnd_limited; 0 where the
+  // transport has no such count): the receiver, not the rail, held the bytes back.
+  uint64_t rwnd_limited_ns = 0;
 };
 // One link's sample; valid = false when the link has no transport object or counters are unavailable.
 struct LinkSample {
@@ -443,6 +446,8 @@ class SendCore final : public CoreBase {
     uint64_t failback_ns = 0;        // when a probe last re-admitted it (0: not since its last failure)
     StallTracker stall;
     uint64_t acked_base = UINT64_MAX;  // the transport's acked-bytes count at the last report
+    uint64_t rwnd_base = 0;            // its streams' receive-window-limited time then, summed
+    uint64_t report_ns = 0;            // when that report was taken
   };
 
   bool Eligible(const TxLink& l) const;

@@ -558,12 +558,13 @@ void SendCore::ReportDelivered(uint64_t now, const std::vector<LinkSample>& samp
       l.acked_base = UINT64_MAX;
       continue;
     }
-    uint64_t acked = 0, notsent = 0, outq = 0, rtt = 0;
+    uint64_t acked = 0, notsent = 0, outq = 0, rtt = 0, rwnd = 0;
     for (int s = 0; s < samples[i].streams; ++s) {
       acked += samples[i].s[s].acked_bytes;
       notsent += samples[i].s[s].notsent;
       outq += samples[i].s[s].outq;
       rtt = std::max(rtt, samples[i].s[s].min_rtt_ns);
+      rwnd += samples[i].s[s].rwnd_limited_ns;
     }
     sched_.OnRtt(static_cast<int>(i), rtt);
     // The kernel's count first: "the rail was the limit" (bytes waiting in the socket, or the rail
@@ -573,9 +574,17 @@ void SendCore::ReportDelivered(uint64_t now, const std::vector<LinkSample>& samp
     // An idle link (nothing acknowledged, nothing waiting) says nothing about its rail.
     if (l.acked_base != UINT64_MAX && acked >= l.acked_base && (acked > l.acked_base || notsent > 0)) {
       bool limited = notsent > 0 || sched_.RailFull(static_cast<int>(i), cfg_.chunk);
+      // Bytes held back by the peer's closed receive window (its application not reading: NCCL
+      // leaves a comm unpolled for seconds) measure the receiver, not the rail: a report over which
+      // the streams' window-limited time (summed) grew by half the interval or more is not "the
+      // rail was the limit". Counted, a receiver's pause became the rail's first sample, ~0 bytes/s,
+      // and the cap it sets held the rail to one chunk per round trip (tests/sim seed 13124969).
+      if (rwnd > l.rwnd_base && now > l.report_ns && 2 * (rwnd - l.rwnd_base) >= now - l.report_ns) limited = false;
       sched_.OnDelivered(static_cast<int>(i), acked - l.acked_base, limited, now);
     }
     l.acked_base = acked;
+    l.rwnd_base = rwnd;
+    l.report_ns = now;
   }
   if (cfg_.policy == Policy::kFailover) CheckPrimarySpeed(now);  // the estimates change only here
 }

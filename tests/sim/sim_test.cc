@@ -449,6 +449,24 @@ TEST(Sim, RegressionASmallFrameEnteredARailQueueFilledToItsCap) {
   }
 }
 
+// Regressions (swarm seeds 13124969 and 6315279, open since session 16, failover policy, not-polled
+// pauses only): a receiver NCCL left unpolled closed its window, the sender's socket held unsent bytes
+// ("the rail is the limit") while a trickle was acknowledged, and that window became the rail's
+// bandwidth sample. In 13124969 (5 x 103 Mbit/s, 46 ms RTT, 4 KiB chunks) it was the first sample:
+// ~0 bytes/s, the cap held comm 3's primary to one chunk per round trip, and its last 512 KiB message
+// was at chunk 36 of 128 when the run's bound came, every link healthy. In 6315279 (3 x 54.7 Gbit/s,
+// 19 ms RTT) the estimate fell to 141 Mb/s and held comm 1 on its primary behind comm 0's share.
+// Reports over which the transport's receive-window-limited time grew are no longer "the rail was
+// the limit" (Core.AReceiversClosedWindowIsNotTheRailsRate); an empty window is no sample and a
+// window above the estimate replaces it (Scheduler.AWindow*), each enough for 13124969 alone.
+TEST(Sim, RegressionAReceiversPauseWasMeasuredAsTheRailsRate) {
+  for (uint64_t seed : {13124969u, 6315279u}) {
+    Scenario sc = Draw(seed, Options{});
+    ASSERT_EQ(sc.core.policy, net::Policy::kFailover) << seed;
+    RunClean(sc);
+  }
+}
+
 // Same seed, same path: the event trace's hash is identical across runs.
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;

@@ -85,6 +85,9 @@ struct Stream {
   std::deque<FrameRec> frames;  // written, not fully read
   bool in_ready = false;   // queued on its wire
   bool win_blocked = false;
+  // The writer's time held by a closed window (Linux's tcpi_rwnd_limited): the closed spans so far,
+  // and when the current one began (0: open).
+  uint64_t rwnd_ns = 0, rwnd_since = 0;
   uint64_t zw_abort_at = 0;  // the writer's kernel aborts then if its window is still closed (0: open)
   uint64_t zw_token = 0;
   bool fin = false;        // the writer closed after `written`
@@ -236,6 +239,7 @@ class World {
   int NewStream(int wire, int inc, int idx, bool ctl);
   int NewInc(int comm, int link, uint32_t epoch);
   uint64_t SerNs(detail::Wire& w, uint64_t bytes);
+  uint64_t RwndNs(const detail::Stream& s) const { return s.rwnd_ns + (s.rwnd_since != 0 ? now_ - s.rwnd_since : 0); }
   void WireKick(int w);
   uint64_t ZeroWindowLimit() const;
   void WireDone(int w, uint64_t token);

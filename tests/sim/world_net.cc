@@ -117,6 +117,7 @@ void World::WireKick(int wi) {
     uint64_t win = s.sent - std::min(s.known_read, s.sent);
     if (win >= sc_.rcvbuf) {
       s.win_blocked = true;
+      if (s.rwnd_since == 0) s.rwnd_since = now_;
       // Linux probes a closed window from one RTO on and, with TCP_USER_TIMEOUT set, aborts the
       // connection once the window stayed closed that long after the first probe, answered or not
       // (icsk_probes_tstamp, reset only when the window opens): what ends a sender whose peer's
@@ -543,6 +544,7 @@ Result World::Go() {
         s.kick_pending = false;
         if (e.c > s.known_read) s.zw_abort_at = 0, ++s.zw_token;  // the window opened
         s.known_read = std::max(s.known_read, e.c);
+        if (s.rwnd_since != 0 && s.known_read + sc_.rcvbuf > s.sent) s.rwnd_ns += now_ - s.rwnd_since, s.rwnd_since = 0;
         if (!s.in_ready && s.sent < s.written) s.in_ready = true, wires_[s.wire].ready.push_back(e.a);
         WireKick(s.wire);
         break;

@@ -18,7 +18,6 @@
 set -uo pipefail
 mode=$1 guest=$2 perf=$3 so=$4
 here=$(cd "$(dirname "$0")" && pwd)
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 case "$mode" in
   perf) timeout_s=420 ;;
@@ -28,11 +27,10 @@ esac
 out=$(bash "$guest" --pair --rails 2 --timeout "$timeout_s" --with "$perf" --with "$so" \
         --with "$here/rxe_pair_perf_guest.sh" -- "bash $here/rxe_pair_perf_guest.sh $mode $perf $so" 2>&1)
 rc=$?
-echo "$out"
-[ "$rc" = 77 ] && exit 77
-[ "$rc" = 0 ] || fail "guest exit $rc"
-
-python3 - "$mode" "$out" <<'PY' || exit 1
+# The verdict comes first, the guests' output after it: CI keeps the head of a failing test's output.
+if [ "$rc" = 77 ]; then echo "$out"; exit 77; fi
+if [ "$rc" != 0 ]; then echo "FAIL: guest exit $rc (124: timeout, 125: a guest ended without a result)"; echo "$out"; exit 1; fi
+verdict=$(python3 - "$mode" "$out" <<'PY'
 import re, sys
 mode, out = sys.argv[1], sys.argv[2]
 def need(cond, what):
@@ -143,3 +141,8 @@ else:
     if up is not None and fb is not None and fb > up: print(f"FIGURE guest a: port up event -> rxe0 send link failed back: {(fb - up):.1f} s")
 print("PASS")
 PY
+)
+vrc=$?
+echo "$verdict"
+echo "$out"
+[ "$vrc" = 0 ] || { echo "$verdict" | grep '^FAIL' >&2; exit 1; }

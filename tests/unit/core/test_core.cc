@@ -1228,6 +1228,38 @@ TEST(Core, ACommWithNoOpenRequestPublishesNoRailBacklog) {
   EXPECT_EQ(loads[0].backlog.load(), 200040);
 }
 
+// A receiver that does not read (NCCL leaves a comm unpolled for seconds) closes its TCP window: the
+// sender's socket holds unsent bytes and a trickle is acknowledged. Those reports say the RECEIVER was
+// the limit (the transport's receive-window-limited time grew over them), not the rail: no sample.
+// Counted, the trickle became the rail's first sample, the estimate fell to ~0, the cap it sets held
+// the rail to one chunk per round trip, and a 512 KiB message took seconds (sim seed 13124969).
+double RateAfterAClosedWindow(bool rwnd_reported) {
+  RailLoad loads[kMaxRails];
+  CoreConfig cfg = Cfg();
+  cfg.loads = loads;
+  SendCore send(cfg, 0x7a, {SendCore::LinkSpec{0, 1e9, "l0"}, SendCore::LinkSpec{1, 1e9, "l1"}}, nullptr, 0);
+  send.OnLinkUp(0, 0);
+  send.OnLinkUp(0, 1);
+  std::vector<uint8_t> buf(64 * 1024);
+  bool posted = false;
+  EXPECT_TRUE(send.Isend(kMs, buf.data(), buf.size(), buf.data(), &posted).ok() && posted);
+  std::vector<LinkSample> s(2);
+  for (auto& x : s) x.valid = true, x.streams = 1;
+  uint64_t t = 10 * kMs;
+  for (int i = 0; i < 200; ++i, t += 5 * kMs) {  // 1 s of reports, 4 KiB acknowledged per 50 ms
+    s[0].s[0].acked_bytes = 4096 * static_cast<uint64_t>(i / 10);
+    s[0].s[0].notsent = 100000;
+    s[0].s[0].outq = 100000;
+    s[0].s[0].rwnd_limited_ns = rwnd_reported ? t : 0;
+    send.OnSamples(t, s);
+  }
+  return send.scheduler().BandwidthBps(0);
+}
+TEST(Core, AReceiversClosedWindowIsNotTheRailsRate) {
+  EXPECT_NEAR(RateAfterAClosedWindow(true), 1e9, 1e6) << "the receiver's pause was measured as the rail";
+  EXPECT_LT(RateAfterAClosedWindow(false), 1e6) << "without the window count the same reports are a sample";
+}
+
 // ---- grouped receives (core.h "Grouped receives")
 
 // One grouped receive of the test: n buffers with tags, and what each element received.

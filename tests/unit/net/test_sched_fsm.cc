@@ -316,6 +316,45 @@ TEST(Scheduler, AnEstimateFarTooLowClimbsBackOnceTheRailCarriesMore) {
   EXPECT_NEAR(s.BandwidthBps(0), 320e6, 5e6);
 }
 
+// One window's rate above the estimate replaces it at once: a quarter of the way per window (the
+// EWMA) took seconds from a collapsed estimate back to the rail's rate.
+TEST(Scheduler, AWindowAboveTheEstimateReplacesIt) {
+  Scheduler s;
+  s.Reset({0}, {10e9}, nullptr);
+  LearnRate(s, 0, 10);  // 8 kbit/s; LearnRate's last window closed at 3 s
+  uint64_t t = 3'000'000'000;
+  for (int i = 0; i < 5; ++i) s.OnDelivered(0, 400000, false, t += 10'000'000);  // one 50 ms window, 320 Mb/s
+  EXPECT_NEAR(s.BandwidthBps(0), 320e6, 5e6);
+}
+
+// A backlogged window in which nothing was acknowledged is no rate: the rail is dead (the stall
+// watchdog's business) or the receiver does not read. As the rail's first sample it set the estimate
+// to ~0 at once.
+TEST(Scheduler, AWindowThatDeliveredNothingIsNoSample) {
+  Scheduler s;
+  s.Reset({0}, {103e6}, nullptr);
+  LearnRate(s, 0, 0);
+  EXPECT_NEAR(s.BandwidthBps(0), 103e6, 1e5) << "an empty window became the first sample";
+  LearnRate(s, 0, 100000);
+  const double learnt = s.BandwidthBps(0);
+  EXPECT_NEAR(learnt, 80e6, 1e6);
+  uint64_t t = 3'000'000'000;
+  for (int i = 0; i < 20; ++i) s.OnDelivered(0, 0, true, t += 10'000'000);
+  EXPECT_NEAR(s.BandwidthBps(0), learnt, 1e5) << "empty windows pulled a measured estimate down";
+}
+
+// The smallest cap holds two chunks WITH their headers: counted bare, a chunk and its header already
+// filled half of it, and a rail with a low estimate carried one chunk per round trip, not two.
+TEST(Scheduler, TheSmallestCapHoldsTwoChunksWithTheirHeaders) {
+  Scheduler s;
+  s.Reset({0}, {10e9}, nullptr);
+  LearnRate(s, 0, 10);  // 8 kbit/s: the cap is its floor
+  Load(s, 0, kChunk + 40);
+  EXPECT_FALSE(s.RailFull(0, kChunk)) << "a second chunk does not fit next to one with its header";
+  Load(s, 0, kChunk + 40);
+  EXPECT_TRUE(s.RailFull(0, kChunk));
+}
+
 // A rail's links go down for a second while backlogged, then the first report after it comes: the
 // silence between reports is not a rate. (Counted as one window, 0.8 MB over 1 s read as 6 Mb/s on a
 // 300 Mb/s rail, and the healed rail was never given a chunk again.)
