@@ -176,7 +176,13 @@ void Scheduler::OnRtt(int link, uint64_t rtt_ns) {
 bool Scheduler::RailFull(int link, size_t chunk) const {
   double queue_ns = kMaxQueueNs + kBdpFactor * static_cast<double>(RttNs(link));
   double cap = std::max(Bw(link) * queue_ns, static_cast<double>(kMinQueueChunks * (static_cast<int64_t>(chunk) + kFrameOverhead)));
-  return static_cast<double>(rail_backlog(link)) + static_cast<double>(chunk) > cap;
+  if (static_cast<double>(rail_backlog(link)) + static_cast<double>(chunk) <= cap) return false;
+  // Full — but a comm with nothing of its own in the rail's queue (control frames aside) still gets
+  // one chunk in. Otherwise room a draining rail frees goes to whichever comm looks first, and the
+  // comms already writing there, which learn of it from their own kernel reads, kept it: a 4-byte
+  // message waited 55.6 ms for a whole chunk's room (sim seed 3398388). The queue may exceed the cap
+  // by one chunk per comm; its own bytes on another socket move at its stream's share of the wire.
+  return own_backlog_[link] > kOwnIdleBacklog;
 }
 
 bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const {

@@ -5,7 +5,8 @@
 // scheduler checks two things.
 //   1. The rail is not full: its backlog (bytes written to the sockets of EVERY send comm of the
 //      process on that rail and not yet acknowledged by the peer's TCP, SIOCOUTQ) plus the chunk
-//      stays within kMaxQueueNs of its measured bandwidth (at least kMinQueueChunks chunks). The
+//      stays within kMaxQueueNs of its measured bandwidth (at least kMinQueueChunks chunks; a comm
+//      with nothing of its own queued there gets one chunk in regardless: fairness between comms). The
 //      kernel would otherwise take megabytes per socket (autotuned buffers, deep switch or tbf
 //      queues): chunks bound to a rail long before they move, a tail in which one rail still drains
 //      its queue while the others idle, and acks and dependent data (a ring step waits for the
@@ -115,6 +116,9 @@ class Scheduler {
   static constexpr uint64_t kSampleRtts = 8;      // a bandwidth window spans at least this many RTTs
   static constexpr int64_t kMinQueueChunks = 2;  // ... but at least this many chunks (with their headers)
   static constexpr int64_t kFrameOverhead = 64;  // a chunk's header on the wire, at most
+  // A comm's backlog on a rail at most this (a few control frames) counts as nothing queued there:
+  // such a comm gets one chunk in even when the rail is full (RailFull).
+  static constexpr int64_t kOwnIdleBacklog = 4 * kFrameOverhead;
   static constexpr int64_t kHeaderSlack = 64 * 1024;  // headers and control frames above the payload
 
   // Per link: its local device (index into `loads`) and nominal speed (bits/s). `loads` is the
@@ -160,7 +164,8 @@ class Scheduler {
   // (kBdpFactor x the minimum RTT: what must be in flight to keep the rail busy; on a 50 ms WAN rail
   // a bare 20 ms cap would hold it to 40 % of its rate) plus kMaxQueueNs (the driver's service gap),
   // at least kMinQueueChunks chunks. More bytes would only wait in the kernel, bound to this rail,
-  // and delay what follows on it (acks included).
+  // and delay what follows on it (acks included). Never full for a comm with nothing of its own
+  // queued there (kOwnIdleBacklog): each comm gets a chunk in, whoever else keeps the rail busy.
   bool RailFull(int link, size_t chunk) const;
   int64_t queued(int link) const { return own_[link]; }
   int64_t rail_queued(int link) const { return load(link).queued.load(std::memory_order_relaxed); }

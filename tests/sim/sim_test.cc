@@ -467,6 +467,17 @@ TEST(Sim, RegressionAReceiversPauseWasMeasuredAsTheRailsRate) {
   }
 }
 
+// Regression (swarm seed 3398388 at cd33a15, failover policy, 2 rails at 462 Mbit/s, 256 KiB chunks,
+// 4 comms, three with rail 0 as primary): comms 1 and 2 kept rail 0's kernel queue within a chunk of
+// its cap, each taking the room its own kernel reads freed; comm 3's first message (4 bytes) waited
+// for a whole chunk's room until they paused: 55.6 ms against a 43 ms bound. A comm with nothing of
+// its own queued on a full rail gets one chunk in (Scheduler.ACommWithNothingOnAFullRailStillGetsOneChunkIn).
+TEST(Sim, RegressionACommWaitedForRoomTheOthersKeptTaking) {
+  Scenario sc = Draw(3398388, Options{});
+  ASSERT_EQ(sc.rails.size(), 2u);
+  RunClean(sc);
+}
+
 // Same seed, same path: the event trace's hash is identical across runs.
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;

@@ -572,10 +572,10 @@ TEST_F(IbPlugin, PortEventFailsOverWithoutWcErrors) {
   dlclose(h);
   EXPECT_TRUE(Logged(g_infos, "IB rail fake2 down")) << "no port event";
   EXPECT_TRUE(Logged(g_warns, "failed (link-down event)")) << Warns();
-  // The event, not a WC error, failed the link first. (The receiver refuses failback probes while its
-  // port is down: IbDriver.NoLinkIsAcceptedOnAPortTheMonitorSaysIsDown. Its own posts on the dead port
-  // may still fail LOC_QP_OP_ERR before the monitor's thread delivers the event, so later WARNs are
-  // not asserted.)
+  // The event or the dead port itself, never the QP's timeout, failed the link first: the receiver's
+  // own posts on the dead port may fail LOC_QP_OP_ERR before the monitor's thread delivers the event
+  // (seen once in 30 runs under load). (The receiver refuses failback probes while its port is down:
+  // IbDriver.NoLinkIsAcceptedOnAPortTheMonitorSaysIsDown.)
   std::string first;
   for (const auto& w : g_warns) {
     if (w.find("failed (") != std::string::npos) {
@@ -583,7 +583,10 @@ TEST_F(IbPlugin, PortEventFailsOverWithoutWcErrors) {
       break;
     }
   }
-  EXPECT_NE(first.find("link-down event"), std::string::npos) << Warns();
+  EXPECT_TRUE(first.find("link-down event") != std::string::npos ||
+              (first.find("fake2") != std::string::npos && first.find("local QP operation error") != std::string::npos))
+      << Warns();
+  EXPECT_FALSE(Logged(g_warns, "retry counter exceeded")) << "the QP's timeout failed a link: " << Warns();
   // Probes refused while the port was down are INFO: one fault, one WARN for its failover.
   EXPECT_FALSE(Logged(g_warns, "refused")) << Warns();
 }

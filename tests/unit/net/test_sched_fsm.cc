@@ -316,6 +316,24 @@ TEST(Scheduler, AnEstimateFarTooLowClimbsBackOnceTheRailCarriesMore) {
   EXPECT_NEAR(s.BandwidthBps(0), 320e6, 5e6);
 }
 
+// Comms share a rail's cap; the room a draining rail frees went to the comms already writing there
+// (their own kernel reads find it first), and a comm with a new message waited for a whole chunk's
+// room while they kept the rail at its cap (sim seed 3398388: 55.6 ms for 4 bytes). A comm with
+// nothing of its own queued on a full rail gets one chunk in; the next waits for the cap.
+TEST(Scheduler, ACommWithNothingOnAFullRailStillGetsOneChunkIn) {
+  RailLoad loads[kMaxRails];
+  Scheduler busy, fresh;
+  busy.Reset({0}, {1e9}, loads);
+  fresh.Reset({0}, {1e9}, loads);
+  Load(busy, 0, 20 * static_cast<int64_t>(kChunk));  // far over the cap (1 Gbit/s x 20 ms = 2.5 MB)
+  EXPECT_TRUE(busy.RailFull(0, kChunk));
+  fresh.OnWritten(0, 40);  // a heartbeat of its own is nothing queued
+  EXPECT_FALSE(fresh.RailFull(0, kChunk)) << "a comm with nothing queued waits for others to drain";
+  Load(fresh, 0, kChunk);
+  EXPECT_TRUE(fresh.RailFull(0, kChunk)) << "one chunk beyond the cap, not more";
+  EXPECT_TRUE(busy.RailFull(0, kChunk));
+}
+
 // One window's rate above the estimate replaces it at once: a quarter of the way per window (the
 // EWMA) took seconds from a collapsed estimate back to the rail's rate.
 TEST(Scheduler, AWindowAboveTheEstimateReplacesIt) {
