@@ -1205,13 +1205,23 @@ TEST(Core, AnEndedCommLeavesTheSharedRailLoad) {
 // again, and a share published by its last sample (duplicates still in a socket after their message
 // was acknowledged) would hold the rail "full" for every other comm long after the socket drained
 // (swarm seed 3256910: a healed primary refused every chunk for good). Its heartbeats count neither.
-TEST(Core, ACommWithNoOpenRequestPublishesNoRailBacklog) {
+// A sender with two links up (rails 0 and 1, 1 Gbit/s) on a rail table of its own.
+struct TwoLinkSender {
   RailLoad loads[kMaxRails];
-  CoreConfig cfg = Cfg();
-  cfg.loads = loads;
-  SendCore send(cfg, 0x79, {SendCore::LinkSpec{0, 1e9, "l0"}, SendCore::LinkSpec{1, 1e9, "l1"}}, nullptr, 0);
-  send.OnLinkUp(0, 0);
-  send.OnLinkUp(0, 1);
+  std::unique_ptr<SendCore> send;
+  explicit TwoLinkSender(uint64_t conn_id) {
+    CoreConfig cfg = Cfg();
+    cfg.loads = loads;
+    send = std::make_unique<SendCore>(cfg, conn_id, std::vector<SendCore::LinkSpec>{{0, 1e9, "l0"}, {1, 1e9, "l1"}}, nullptr, 0);
+    send->OnLinkUp(0, 0);
+    send->OnLinkUp(0, 1);
+  }
+};
+
+TEST(Core, ACommWithNoOpenRequestPublishesNoRailBacklog) {
+  TwoLinkSender t(0x79);
+  SendCore& send = *t.send;
+  RailLoad* loads = t.loads;
   std::vector<LinkSample> s(2);
   for (auto& x : s) x.valid = true, x.streams = 1;
   s[0].s[0].outq = 200000;  // the kernel still holds 200 KB on link 0's socket
@@ -1234,12 +1244,8 @@ TEST(Core, ACommWithNoOpenRequestPublishesNoRailBacklog) {
 // Counted, the trickle became the rail's first sample, the estimate fell to ~0, the cap it sets held
 // the rail to one chunk per round trip, and a 512 KiB message took seconds (sim seed 13124969).
 double RateAfterAClosedWindow(bool rwnd_reported) {
-  RailLoad loads[kMaxRails];
-  CoreConfig cfg = Cfg();
-  cfg.loads = loads;
-  SendCore send(cfg, 0x7a, {SendCore::LinkSpec{0, 1e9, "l0"}, SendCore::LinkSpec{1, 1e9, "l1"}}, nullptr, 0);
-  send.OnLinkUp(0, 0);
-  send.OnLinkUp(0, 1);
+  TwoLinkSender two(0x7a);
+  SendCore& send = *two.send;
   std::vector<uint8_t> buf(64 * 1024);
   bool posted = false;
   EXPECT_TRUE(send.Isend(kMs, buf.data(), buf.size(), buf.data(), &posted).ok() && posted);
