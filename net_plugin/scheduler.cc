@@ -82,6 +82,7 @@ void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t no
     return;
   }
   r.win_bytes += bytes;
+  if (bytes > 0) r.progress_ns.store(now, std::memory_order_relaxed);
   ++r.win_reports;
   // A report speaks for the time since the rail's previous one: a window is a sample only if the
   // senders had bytes waiting for most of its TIME. Counting reports instead, an idle window with one
@@ -97,9 +98,12 @@ void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t no
   // lower bound on the rail's, so an estimate far too low climbs back whenever the rail is used at
   // all (else the cap of rule 1, sized by the estimate, keeps the rail's kernel queue short, no
   // window is backlogged, and the rail stays throttled to a chunk per report for good).
-  // A window that delivered nothing is no rate either: the rail is dead (the stall watchdog's
-  // business) or the receiver is not reading. Taken as a first sample, it set the estimate to ~0
-  // at once (tests/sim seed 13124969).
+  // A backlogged window that delivered nothing is a sample too: the rail's estimate, shared by every
+  // comm, falls within a few windows of a black hole, long before a stall watchdog fires, and keeps
+  // comms with nothing on the rail from putting chunks into it. (Skipped as "no rate", the comms
+  // whose links had failed over left the rail looking healthy and empty, the others moved in, stalled
+  // a second later: netns 1 Gbit/s -C 4, black hole 0.97 -> 0.84 of 3X from +1 s.) A receiver not
+  // reading is told apart by its closed window (SendCore::ReportDelivered), not here.
   if (r.win_bytes > 0 && old > 0 && rate > kFarAbove * old) {
     // Far more than the estimate is a lower bound on the rail's rate: taken whole, so an estimate far
     // too low is back within a window or two (the cap it sets admits at least twice what one window
@@ -107,7 +111,7 @@ void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t no
     // window-to-window noise of a rail's rate and goes through the average: taking every upward
     // swing whole overrated a quarter-rate rail (sim all_reduce on X,X,X,X/4 at 200 Mbit/s 0.95 -> 0.93).
     r.bw.store(rate, std::memory_order_relaxed);
-  } else if (r.win_bytes > 0 && ((r.win_reports >= 2 && 2 * r.win_busy_ns >= span) || (old > 0 && rate > old))) {
+  } else if ((r.win_reports >= 2 && 2 * r.win_busy_ns >= span) || (old > 0 && rate > old)) {
     r.bw.store(old == 0 ? rate : (1 - kAlpha) * old + kAlpha * rate, std::memory_order_relaxed);
   }
   r.win_start_ns = now;
@@ -182,7 +186,11 @@ bool Scheduler::RailFull(int link, size_t chunk) const {
   // comms already writing there, which learn of it from their own kernel reads, kept it: a 4-byte
   // message waited 55.6 ms for a whole chunk's room (sim seed 3398388). The queue may exceed the cap
   // by one chunk per comm; its own bytes on another socket move at its stream's share of the wire.
-  return own_backlog_[link] > kOwnIdleBacklog;
+  // Only on a rail that drains: one whose bytes stopped being acknowledged (a black hole, before any
+  // watchdog fires) is full for everyone.
+  uint64_t moved = load(link).progress_ns.load(std::memory_order_relaxed);
+  bool draining = moved != 0 && last_observe_ns_ >= moved && last_observe_ns_ - moved <= kDrainingNs;
+  return !draining || own_backlog_[link] > kOwnIdleBacklog;
 }
 
 bool Scheduler::Admit(int link, const std::vector<bool>& eligible, size_t chunk, size_t pending) const {

@@ -44,8 +44,9 @@
 //     kSampleNs or kSampleRtts round trips, whichever is longer (a window must span many RTTs of
 //     acknowledgements to measure a rate), in which the senders had bytes waiting (unsent bytes in a socket, or the
 //     rail full by rule 1) for most of the window's time; windows limited by demand, or by the peer's
-//     receive window (its application not reading), are not samples, nor is a window that delivered
-//     nothing. A window that delivered more than the estimate counts, backlogged or not, and one
+//     receive window (its application not reading), are not samples; a backlogged window that
+//     delivered nothing is (a black hole: the shared estimate falls and keeps every comm's chunks off
+//     the rail before any stall watchdog fires). A window that delivered more than the estimate counts, backlogged or not, and one
 //     that delivered more than kFarAbove times it replaces it (a lower bound on the rail's rate: an
 //     estimate far too low, which caps the rail's queue so that no window is backlogged, is back
 //     within a window or two). Kernel acknowledgements, not message
@@ -83,6 +84,7 @@ struct RailLoad {
   std::atomic<double> bw{0};          // bytes/ns measured; 0 until the first sample
   std::atomic<uint64_t> rtt_ns{0};    // the transport's minimum round-trip time on the rail; 0 unknown
   std::atomic<int64_t> pending{0};    // bytes of comms whose PRIMARY is this rail, waiting in the plugin
+  std::atomic<uint64_t> progress_ns{0};  // the last report in which the rail's peer acknowledged bytes
   std::mutex mu;                      // guards the window below
   uint64_t win_start_ns = 0;
   uint64_t win_bytes = 0;
@@ -119,6 +121,8 @@ class Scheduler {
   // A comm's backlog on a rail at most this (a few control frames) counts as nothing queued there:
   // such a comm gets one chunk in even when the rail is full (RailFull).
   static constexpr int64_t kOwnIdleBacklog = 4 * kFrameOverhead;
+  // ... as long as the rail drains: its peer acknowledged bytes within this long.
+  static constexpr uint64_t kDrainingNs = 4 * kReportNs;
   static constexpr int64_t kHeaderSlack = 64 * 1024;  // headers and control frames above the payload
 
   // Per link: its local device (index into `loads`) and nominal speed (bits/s). `loads` is the
@@ -165,7 +169,8 @@ class Scheduler {
   // a bare 20 ms cap would hold it to 40 % of its rate) plus kMaxQueueNs (the driver's service gap),
   // at least kMinQueueChunks chunks. More bytes would only wait in the kernel, bound to this rail,
   // and delay what follows on it (acks included). Never full for a comm with nothing of its own
-  // queued there (kOwnIdleBacklog): each comm gets a chunk in, whoever else keeps the rail busy.
+  // queued there (kOwnIdleBacklog) while the rail drains (kDrainingNs): each comm gets a chunk in,
+  // whoever else keeps the rail busy. Uses the time of the last Observe.
   bool RailFull(int link, size_t chunk) const;
   int64_t queued(int link) const { return own_[link]; }
   int64_t rail_queued(int link) const { return load(link).queued.load(std::memory_order_relaxed); }

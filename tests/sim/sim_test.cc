@@ -457,8 +457,8 @@ TEST(Sim, RegressionASmallFrameEnteredARailQueueFilledToItsCap) {
 // was at chunk 36 of 128 when the run's bound came, every link healthy. In 6315279 (3 x 54.7 Gbit/s,
 // 19 ms RTT) the estimate fell to 141 Mb/s and held comm 1 on its primary behind comm 0's share.
 // Reports over which the transport's receive-window-limited time grew are no longer "the rail was
-// the limit" (Core.AReceiversClosedWindowIsNotTheRailsRate); an empty window is no sample and a
-// window above the estimate replaces it (Scheduler.AWindow*), each enough for 13124969 alone.
+// the limit" (Core.AReceiversClosedWindowIsNotTheRailsRate), which fixes both; a window far above
+// the estimate also replaces it now (Scheduler.AWindowAboveTheEstimateReplacesIt).
 TEST(Sim, RegressionAReceiversPauseWasMeasuredAsTheRailsRate) {
   for (uint64_t seed : {13124969u, 6315279u}) {
     Scenario sc = Draw(seed, Options{});
