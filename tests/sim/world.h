@@ -239,6 +239,7 @@ class World {
   int NewStream(int wire, int inc, int idx, bool ctl);
   int NewInc(int comm, int link, uint32_t epoch);
   uint64_t SerNs(detail::Wire& w, uint64_t bytes);
+  uint64_t DeadWireRound() const;
   uint64_t RwndNs(const detail::Stream& s) const { return s.rwnd_ns + (s.rwnd_since != 0 ? now_ - s.rwnd_since : 0); }
   void WireKick(int w);
   uint64_t ZeroWindowLimit() const;

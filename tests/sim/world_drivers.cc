@@ -212,7 +212,7 @@ World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), per
     }
   }
   if (sc_.heal_at < kForever) Push(sc_.heal_at, detail::kHeal, 0);
-  if (sc_.mode == Mode::kAllDead || sc_.mode == Mode::kDeath) limit_ = sc_.dead_at + sc_.core.giveup_ns + Recover();
+  if (sc_.mode == Mode::kAllDead || sc_.mode == Mode::kDeath) limit_ = sc_.dead_at + sc_.core.giveup_ns + Recover() + DeadWireRound();
 }
 
 World::~World() = default;
@@ -223,6 +223,18 @@ uint64_t World::Recover() const {
   const net::CoreConfig& c = sc_.core;
   return 2 * c.stall_ns + 2 * c.heartbeat_ns + 2 * net::StallCheckNs(c) + 2 * net::Scheduler::kReportNs +
          8 * rtt_max_ + 10 * kMs;
+}
+
+// When every rail is dead, a sender's heartbeat is in flight (and its stall clock runs) only once the
+// wire serves its stream: a dead wire keeps serialising what every other stream on it queued, a
+// segment per stream per round. The give-up bound allows one round at the slowest nominal rate
+// (seed 40644772: 12 streams x 256 KiB at 100 Mbit/s; a sender's stall clock started 80 ms after the
+// rails died and its error came 25 ms past the bound; 41004983 likewise).
+uint64_t World::DeadWireRound() const {
+  uint64_t slowest = UINT64_MAX;
+  for (const auto& r : sc_.rails) slowest = std::min(slowest, r.bps);
+  return static_cast<uint64_t>(static_cast<double>(comms_.size() * (sc_.streams + 1) * sc_.quantum) * 8e9 /
+                               static_cast<double>(slowest));
 }
 
 void World::Wake(int k, int side, uint64_t t) {
