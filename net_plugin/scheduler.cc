@@ -189,7 +189,8 @@ bool Scheduler::RailFull(int link, size_t chunk) const {
   // Only on a rail that drains: one whose bytes stopped being acknowledged (a black hole, before any
   // watchdog fires) is full for everyone.
   uint64_t moved = load(link).progress_ns.load(std::memory_order_relaxed);
-  bool draining = moved != 0 && last_observe_ns_ >= moved && last_observe_ns_ - moved <= kDrainingNs;
+  // (Another comm's report may be newer than this comm's last Observe: drained just now.)
+  bool draining = moved != 0 && (moved >= last_observe_ns_ || last_observe_ns_ - moved <= kDrainingNs);
   return !draining || own_backlog_[link] > kOwnIdleBacklog;
 }
 
