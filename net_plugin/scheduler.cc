@@ -104,7 +104,7 @@ void Scheduler::OnDelivered(int link, size_t bytes, bool backlogged, uint64_t no
   // whose links had failed over left the rail looking healthy and empty, the others moved in, stalled
   // a second later: netns 1 Gbit/s -C 4, black hole 0.97 -> 0.84 of 3X from +1 s.) A receiver not
   // reading is told apart by its closed window (SendCore::ReportDelivered), not here.
-  if (r.win_bytes > 0 && old > 0 && rate > kFarAbove * old) {
+  if (old > 0 && rate > kFarAbove * old) {  // an empty window (rate = the 1e-6 floor) never is
     // Far more than the estimate is a lower bound on the rail's rate: taken whole, so an estimate far
     // too low is back within a window or two (the cap it sets admits at least twice what one window
     // then delivered) instead of a quarter of the way per window. Near the estimate it is the
