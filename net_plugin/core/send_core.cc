@@ -90,8 +90,7 @@ void SendCore::OnConnectFailed(uint64_t now, int idx, const std::string& why) {
   l.has_transport = false;
   if (l.fsm.state() != LinkState::kFailed) SetState(idx, LinkState::kFailed, why);
   RR_INFO(log::kFlagNet, "link %d connect: %s", idx, why.c_str());
-  l.retry_at_ns = now + l.backoff_ns;
-  l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
+  ScheduleRetry(now, idx);
 }
 
 // An established link starts carrying data (first connect) or waits for the peer's answer on it (a
@@ -128,6 +127,22 @@ Status SendCore::Ready(uint64_t now, bool* ready) {
     if (l.fsm.state() == LinkState::kFailed && !l.has_transport && now >= l.retry_at_ns) StartConnect(now, static_cast<int>(i));
   }
   return Status::Ok();
+}
+
+// The next reconnect of a failed link, after its back-off. While no link is usable the give-up clock
+// runs, and a back-off longer than a quarter of it could put the next try past the point where
+// either side gives up although the rail healed long before (tests/sim seed 41366923: a probe lost
+// in a black hole doubled a 309 ms back-off to 618 ms, due 6 ms after the receiver's 1 s give-up,
+// the rail usable for the last 630 ms of it). So then every failed link is tried again within
+// giveup/4: a rail that heals within half the give-up period gets at least one try after it.
+void SendCore::ScheduleRetry(uint64_t now, int idx) {
+  TxLink& l = links_[idx];
+  l.retry_at_ns = now + l.backoff_ns;
+  l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
+  if (LiveLinks() > 0) return;
+  for (auto& f : links_) {
+    if (f.fsm.state() == LinkState::kFailed) f.retry_at_ns = std::min(f.retry_at_ns, now + cfg_.giveup_ns / 4);
+  }
 }
 
 int SendCore::LiveLinks() const {
@@ -454,8 +469,7 @@ void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer
             static_cast<unsigned long>(l.backoff_ns / 1000000));
   }
   l.failback_ns = 0;
-  l.retry_at_ns = now + l.backoff_ns;
-  l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
+  ScheduleRetry(now, idx);
   if (peer_closed) ++peer_closed_links_;
   bool orderly = peer_closed && acked_ == next_seq_;
   if (orderly) return;

@@ -494,6 +494,35 @@ TEST(Core, ASilentProbeIsReplacedAndTheHealedRailReadmitted) {
   EXPECT_LE(p.now() - healed, cfg.backoff_max_ns + 2 * cfg.stall_ns + cfg.heartbeat_ns + 10 * kMs);
 }
 
+// The only link is reset, and its rail stays dark for a while (connects succeed, nothing arrives): the
+// first probe after back-off is swallowed and the back-off doubles. With no link usable the give-up
+// clock runs, so the next try must come before it expires: here the doubled 600 ms would have come
+// 1120 ms after the reset, past the 1000 ms give-up, although the rail healed at 450 ms (tests/sim
+// seed 41366923). While no link is usable a failed link is retried within giveup / 4.
+TEST(Core, WithNoLinkUsableTheBackOffStaysWithinTheGiveUpPeriod) {
+  CoreConfig cfg = Cfg();
+  cfg.giveup_ns = 1000 * kMs;
+  cfg.backoff_min_ns = 300 * kMs;
+  cfg.backoff_max_ns = 4000 * kMs;
+  Pair p(1, 1, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  ASSERT_TRUE(p.send().usable(0));
+  auto msgs = Workload(std::vector<size_t>(40, 40000));
+  uint64_t cut_at = 0;
+  bool healed = false;
+  bool ok = p.Run(msgs, 8, 3000 * kMs, false, [&](int step) {
+    if (step == 3) {
+      p.link(0).dark = true;
+      p.Cut(0);
+      cut_at = p.now();
+    }
+    if (cut_at != 0 && !healed && p.now() - cut_at >= 450 * kMs) p.link(0).dark = false, healed = true;
+  });
+  ASSERT_TRUE(healed);
+  EXPECT_TRUE(ok) << "send " << p.send().status().message() << " / recv " << p.recv().status().message();
+  ExpectDelivered(msgs);
+}
+
 // A link-down event fails the rail's links at once (no stall wait) and a link-up event probes at once.
 TEST(Core, RailEventsFailAtOnceAndProbeAtOnce) {
   CoreConfig cfg = Cfg();
