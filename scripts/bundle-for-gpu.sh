@@ -24,7 +24,8 @@ for f in "${files[@]}"; do
 done
 libs() { ldd "$1" | awk '/=> \//{print $3}'; }
 { for f in "${files[@]}"; do [[ -f "$BUILD_DIR/$f" ]] && libs "$BUILD_DIR/$f"; done
-  for b in ip sysctl; do p=$(command -v "$b" || true); [[ -n "$p" ]] && cp "$p" "$DIR/bin/" && libs "$p"; done
+  # eu-stack (elfutils): validate-gpu.sh dumps a stalled rank's threads with it
+  for b in ip sysctl eu-stack; do p=$(command -v "$b" || true); [[ -n "$p" ]] && cp "$p" "$DIR/bin/" && libs "$p"; done
   # iptables (nft backend) for the black-hole fault: the multi-call binary behind a wrapper that names
   # it, and its extensions (XTABLES_LIBDIR=$DIR/xtables)
   p=$(command -v xtables-nft-multi || true)

@@ -12,7 +12,7 @@ PKGS=(
   libcli11-dev nlohmann-json3-dev libxxhash-dev
   libssl-dev
   clang libclang-rt-14-dev
-  iproute2 iptables procps psmisc
+  iproute2 iptables procps psmisc elfutils
   iperf3 sockperf
   python3 python3-matplotlib
 )

@@ -16,7 +16,9 @@
 #
 # A GPU machine without the build's dependencies: scripts/bundle-for-gpu.sh here, then run there.
 # Env: BUILD_DIR (default build), PYTHON (default python3), OUT_DIR (logs; default a temp dir),
-# RANK_TIMEOUT (s per torch rank, 300), SANITIZER_TIMEOUT (s, 300), VALIDATE_FAULT_ITERS (60),
+# RANK_TIMEOUT (s per torch rank, 300), STALL_DUMP_S (a torch run whose logs stay unchanged this long,
+# 45, gets every thread of each rank dumped to OUT_DIR/NAME.rankR.stacks: eu-stack or gdb, else
+# /proc's kernel stacks and wait channels; once per run), SANITIZER_TIMEOUT (s, 300), VALIDATE_FAULT_ITERS (60),
 # FAULT_KINDS (netns faults, "down blackhole"), FAULT_RUNS (runs per kind, 1), STEPS (default "host gpu plugin netns kernels": the parts to run).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -60,6 +62,45 @@ TUNER=$(ls "$PWD/$BUILD_DIR"/tuner_plugin/libnccl-tuner-rerail.so 2>/dev/null)
 [[ -f "$NET" ]] || { fail "$NET not built (cmake --build $BUILD_DIR)"; finish; }
 
 # ---- 1./2. torch runs ------------------------------------------------------------------------------
+# A stalled run's threads, for the next look at it: user stacks (eu-stack, else gdb) of every thread of
+# the rank's python process, and per thread its name, kernel wait channel and kernel stack (root).
+dump_stacks() {  # pid, file
+  local pid=$1 out=$2 t
+  {
+    echo "# $(date -u +%FT%TZ) pid $pid: $(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)"
+    if command -v eu-stack >/dev/null 2>&1; then timeout 60 eu-stack -p "$pid" 2>&1
+    elif command -v gdb >/dev/null 2>&1; then
+      timeout 120 gdb -p "$pid" -batch -nx -ex 'set pagination off' -ex 'thread apply all bt' 2>&1
+    else echo "(neither eu-stack nor gdb: kernel side only)"; fi
+    for t in /proc/"$pid"/task/*; do
+      echo "## thread ${t##*/} $(cat "$t/comm" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null) syscall=$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"
+      cat "$t/stack" 2>/dev/null
+    done
+  } >"$out" 2>&1
+}
+# Runs beside the ranks: once their logs stop growing for STALL_DUMP_S, dumps each rank once.
+watch_stall() {  # name, timeout pids...
+  local name=$1; shift
+  local last="" same=0 r p child
+  while :; do
+    sleep 5
+    local alive=0
+    for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [[ $alive -eq 1 ]] || return 0
+    local now; now=$(cat "$OUT_DIR/$name".rank*.log 2>/dev/null | wc -c)
+    if [[ "$now" == "$last" ]]; then same=$((same + 5)); else same=0; last=$now; fi
+    if [[ $same -ge ${STALL_DUMP_S:-45} ]]; then
+      r=0
+      for p in "$@"; do
+        child=$(pgrep -P "$p" | head -1)   # timeout's child: the rank (through stdbuf's exec)
+        [[ -n "$child" ]] && dump_stacks "$child" "$OUT_DIR/$name.rank$r.stacks"
+        r=$((r + 1))
+      done
+      echo "$name: no log output for ${same} s: threads dumped to $OUT_DIR/$name.rank*.stacks"
+      return 0
+    fi
+  done
+}
 # Env of run_torch: NETNS (a netns-rails.sh prefix: rank r runs in host r's namespace on its rails),
 # FAULT (a function run in the background while the ranks run).
 run_torch() {  # name, extra env...
@@ -82,10 +123,12 @@ run_torch() {  # name, extra env...
         timeout "${RANK_TIMEOUT:-300}" "${linebuf[@]}" "$PYTHON" scripts/validate-gpu.py >"$OUT_DIR/$name.rank$r.log" 2>&1 &
     pids+=($!)
   done
-  local fpid=""
+  local fpid="" wpid
   if [[ -n "${FAULT:-}" ]]; then "$FAULT" "$OUT_DIR/$name.rank0.log" & fpid=$!; fi
+  watch_stall "$name" "${pids[@]}" & wpid=$!
   for r in 0 1; do wait "${pids[$r]}" || rc=1; done
-  [[ -n "$fpid" ]] && wait "$fpid" 
+  [[ -n "$fpid" ]] && wait "$fpid"
+  wait "$wpid"
   local logs=("$OUT_DIR/$name".rank*.log)
   local wrong ok
   wrong=$(grep -c '^WRONG' "${logs[@]}" | awk -F: '{s+=$2} END {print s+0}')
