@@ -86,8 +86,9 @@
 // (now, rail, down) for a rail event of the local device `rail` (rtnetlink / IBV_EVENT_PORT_*).
 // The core bumps the link's epoch, re-queues its unacknowledged chunks, tells the peer over a
 // survivor and, on the sender, asks for a reconnect after capped exponential back-off
-// (cfg.backoff_*; while no link is usable, at most giveup_ns / 4). A link is never failed for a stall while it is the last one alive; with no
-// working link for cfg.giveup_ns the connection fails and every pending request errors. That clock
+// (cfg.backoff_*; while no link is usable, at most giveup_ns / 8). A link is never failed for a
+// stall while it is the last one alive; with no working link for cfg.giveup_ns the connection fails
+// and every pending request errors. That clock
 // starts at the first message (sender) or receive (receiver): a connection set up long before its
 // first use, its links still connecting (IB: the peer answers a handshake only once it is driven),
 // has had no chance to connect them yet.

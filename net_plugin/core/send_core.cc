@@ -130,18 +130,20 @@ Status SendCore::Ready(uint64_t now, bool* ready) {
 }
 
 // The next reconnect of a failed link, after its back-off. While no link is usable the give-up clock
-// runs, and a back-off longer than a quarter of it could put the next try past the point where
-// either side gives up although the rail healed long before (tests/sim seed 41366923: a probe lost
-// in a black hole doubled a 309 ms back-off to 618 ms, due 6 ms after the receiver's 1 s give-up,
-// the rail usable for the last 630 ms of it). So then every failed link is tried again within
-// giveup/4: a rail that heals within half the give-up period gets at least one try after it.
+// runs, and a long back-off could put the next try past the point where either side gives up
+// although the rail healed long before (tests/sim seed 41366923: a probe lost in a black hole doubled
+// a 309 ms back-off to 618 ms, due 6 ms after the receiver's 1 s give-up, the rail usable for the
+// last 630 ms of it). So then every failed link is tried again within giveup/8. A probe swallowed just
+// before a heal is given up after ProbeTimeoutNs (2 x stall + heartbeat: 2.2 s against the default
+// 30 s give-up), the next try comes at most giveup/8 later: a rail that heals within half the give-up
+// period is re-admitted with time to spare wherever the give-up is at least 10 x the stall time.
 void SendCore::ScheduleRetry(uint64_t now, int idx) {
   TxLink& l = links_[idx];
   l.retry_at_ns = now + l.backoff_ns;
   l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
   if (LiveLinks() > 0) return;
   for (auto& f : links_) {
-    if (f.fsm.state() == LinkState::kFailed) f.retry_at_ns = std::min(f.retry_at_ns, now + cfg_.giveup_ns / 4);
+    if (f.fsm.state() == LinkState::kFailed) f.retry_at_ns = std::min(f.retry_at_ns, now + cfg_.giveup_ns / 8);
   }
 }
 

@@ -495,7 +495,7 @@ TEST(Sim, RegressionAHeartbeatWaitedItsTurnOnADeadWire) {
 // Seed 41366923: one rail, reset at 0.131 s, its back-off 309 ms; the probe at 0.44 s was swallowed by
 // a black hole and the back-off doubled to 618 ms, so the next try was due 6 ms after both sides' 1 s
 // give-up, the rail healed since 0.501 s. While no link is usable a failed link is now retried within
-// giveup / 4 (SendCore::ScheduleRetry).
+// giveup / 8 (SendCore::ScheduleRetry).
 TEST(Sim, RegressionTheBackOffOutlastedTheGiveUp) {
   Scenario sc = Draw(41366923u, Options{});
   ASSERT_EQ(sc.mode, Mode::kTransient);

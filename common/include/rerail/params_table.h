@@ -64,7 +64,7 @@
            "test() returns an error only when no link to the peer has worked for this long")                   \
   RR_PARAM(FailbackMinMs, "FAILBACK_MIN_MS", kInt, "100", "ms", "10:600000", "First re-probe delay of a failed rail") \
   RR_PARAM(FailbackMaxMs, "FAILBACK_MAX_MS", kInt, "5000", "ms", "10:3600000",                             \
-           "Cap of the exponential back-off between re-probes (probing never gives up); while no link to the peer is usable, RERAIL_GIVEUP_MS / 4") \
+           "Cap of the exponential back-off between re-probes (probing never gives up); while no link to the peer is usable, RERAIL_GIVEUP_MS / 8") \
   RR_PARAM(FailbackProbationMs, "FAILBACK_PROBATION_MS", kInt, "2000", "ms", "0:3600000",                   \
            "A failed-back rail's re-probe back-off restarts from RERAIL_FAILBACK_MIN_MS only after it stayed up this long; " \
            "one that fails sooner (e.g. ack-only loss: probes answered, data not acknowledged) waits twice as long each time, up to RERAIL_FAILBACK_MAX_MS. 0: restart at once") \

@@ -498,7 +498,7 @@ TEST(Core, ASilentProbeIsReplacedAndTheHealedRailReadmitted) {
 // first probe after back-off is swallowed and the back-off doubles. With no link usable the give-up
 // clock runs, so the next try must come before it expires: here the doubled 600 ms would have come
 // 1120 ms after the reset, past the 1000 ms give-up, although the rail healed at 450 ms (tests/sim
-// seed 41366923). While no link is usable a failed link is retried within giveup / 4.
+// seed 41366923). While no link is usable a failed link is retried within giveup / 8.
 TEST(Core, WithNoLinkUsableTheBackOffStaysWithinTheGiveUpPeriod) {
   CoreConfig cfg = Cfg();
   cfg.giveup_ns = 1000 * kMs;
