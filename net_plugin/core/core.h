@@ -86,12 +86,11 @@
 // (now, rail, down) for a rail event of the local device `rail` (rtnetlink / IBV_EVENT_PORT_*).
 // The core bumps the link's epoch, re-queues its unacknowledged chunks, tells the peer over a
 // survivor and, on the sender, asks for a reconnect after capped exponential back-off
-// (cfg.backoff_*; while no link is usable, at most giveup_ns / 8). A link is never failed for a
-// stall while it is the last one alive; with no working link for cfg.giveup_ns the connection fails
-// and every pending request errors. That clock
-// starts at the first message (sender) or receive (receiver): a connection set up long before its
-// first use, its links still connecting (IB: the peer answers a handshake only once it is driven),
-// has had no chance to connect them yet.
+// (cfg.backoff_*; while no link works, at most giveup_ns / 8). A link is never failed for a stall
+// while it is the last one alive; with no working link for cfg.giveup_ns the connection fails and
+// every pending request errors. That clock starts at the first message (sender) or receive
+// (receiver): a connection set up long before its first use, its links still connecting (IB: the
+// peer answers a handshake only once it is driven), has had no chance to connect them yet.
 //
 // RDMA: how the IB transport of issue 12 maps onto this interface, with no change to the core
 //   * A stream = an RC QP; OnWritten/OnTxDone when the WRITE is posted; "delivered" samples from
@@ -460,6 +459,7 @@ class SendCore final : public CoreBase {
   uint64_t SampleAt() const { return refused_ ? std::min(next_sample_ns_, last_sample_ns_ + fast_sample_ns_) : next_sample_ns_; }
   void SetState(int idx, LinkState to, const std::string& why);
   void ScheduleRetry(uint64_t now, int idx);  // retry_at_ns / backoff_ns of a link that just failed
+  void HastenRetries(uint64_t now);
   bool Stalled(const TxLink& l) const { return l.stall.age_ns > cfg_.stall_ns; }
   // How long a probe may go unanswered before it is replaced: the peer answers a new link at once
   // when it polls, and NCCL may leave it unpolled for a while.

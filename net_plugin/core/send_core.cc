@@ -129,21 +129,26 @@ Status SendCore::Ready(uint64_t now, bool* ready) {
   return Status::Ok();
 }
 
-// The next reconnect of a failed link, after its back-off. While no link is usable the give-up clock
-// runs, and a long back-off could put the next try past the point where either side gives up
-// although the rail healed long before (tests/sim seed 41366923: a probe lost in a black hole doubled
-// a 309 ms back-off to 618 ms, due 6 ms after the receiver's 1 s give-up, the rail usable for the
-// last 630 ms of it). So then every failed link is tried again within giveup/8. A probe swallowed just
-// before a heal is given up after ProbeTimeoutNs (2 x stall + heartbeat: 2.2 s against the default
-// 30 s give-up), the next try comes at most giveup/8 later: a rail that heals within half the give-up
-// period is re-admitted with time to spare wherever the give-up is at least 10 x the stall time.
+// The next reconnect of a failed link, after its back-off (HastenRetries: sooner while no link works).
 void SendCore::ScheduleRetry(uint64_t now, int idx) {
   TxLink& l = links_[idx];
   l.retry_at_ns = now + l.backoff_ns;
   l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
-  if (LiveLinks() > 0) return;
-  for (auto& f : links_) {
-    if (f.fsm.state() == LinkState::kFailed) f.retry_at_ns = std::min(f.retry_at_ns, now + cfg_.giveup_ns / 8);
+  if (LiveLinks() == 0) HastenRetries(now);
+}
+
+// While no link works the give-up clock runs, and a long back-off could put the next try past the
+// point where either side gives up although a rail healed long before (tests/sim seed 41366923: a
+// probe lost in a black hole doubled a 309 ms back-off to 618 ms, due 6 ms after the receiver's 1 s
+// give-up, the rail usable for the last 630 ms of it; or RERAIL_FAILBACK_MAX_MS above the give-up
+// while the last link is kept stalled or on a downed rail). So then every failed link is tried again
+// within giveup/8. A probe swallowed just before a heal is given up after ProbeTimeoutNs (2 x stall +
+// heartbeat: 2.2 s against the default 30 s give-up) and the next try comes at most giveup/8 later: a
+// rail that heals within half the give-up period is re-admitted with time to spare wherever the
+// give-up is at least 10 x the stall time.
+void SendCore::HastenRetries(uint64_t now) {
+  for (auto& l : links_) {
+    if (l.fsm.state() == LinkState::kFailed) l.retry_at_ns = std::min(l.retry_at_ns, now + cfg_.giveup_ns / 8);
   }
 }
 
@@ -645,6 +650,7 @@ void SendCore::Poll(uint64_t now) {
   int working = 0;
   for (const auto& l : links_) working += l.fsm.usable() && !Stalled(l) && !l.rail_down;
   bool give_up = GiveUpDue(next_seq_ > 0 || awaits_element_, working, now, cfg_.giveup_ns);
+  if (no_link_since_ns_ != 0) HastenRetries(now);  // the give-up clock runs
   if (live > 0) {
     peer_closed_links_ = 0;
     if (give_up) {

@@ -523,6 +523,30 @@ TEST(Core, WithNoLinkUsableTheBackOffStaysWithinTheGiveUpPeriod) {
   ExpectDelivered(msgs);
 }
 
+// The same with the last link kept: link 1 failed long ago and waits out a 60 s back-off
+// (RERAIL_FAILBACK_MAX_MS above the give-up); then link 0, the last one, is black-holed: kept (never
+// failed for a stall while it is the last), so no link works and the 1 s give-up clock runs while
+// rail 1 has healed. Link 1 is tried again within giveup / 8 and takes the traffic.
+TEST(Core, WithTheLastLinkStalledAFailedLinkIsRetriedBeforeTheGiveUp) {
+  CoreConfig cfg = Cfg();
+  cfg.giveup_ns = 1000 * kMs;
+  cfg.backoff_min_ns = cfg.backoff_max_ns = 60'000 * kMs;
+  Pair p(2, 1, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  ASSERT_TRUE(p.send().usable(1));
+  p.link(1).reachable = false;
+  p.Cut(1);
+  for (int i = 0; i < 20; ++i) p.Step();
+  ASSERT_EQ(p.send().link_state(1), LinkState::kFailed);
+  p.link(1).reachable = true;  // healed, but its next try is 60 s away
+  p.link(0).hole = true;
+  auto msgs = Workload(std::vector<size_t>(40, 40000));
+  bool ok = p.Run(msgs, 8, 3000 * kMs);
+  EXPECT_TRUE(ok) << "send " << p.send().status().message() << " / recv " << p.recv().status().message();
+  ExpectDelivered(msgs);
+  EXPECT_TRUE(p.send().usable(1));
+}
+
 // A link-down event fails the rail's links at once (no stall wait) and a link-up event probes at once.
 TEST(Core, RailEventsFailAtOnceAndProbeAtOnce) {
   CoreConfig cfg = Cfg();
