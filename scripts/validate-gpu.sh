@@ -18,8 +18,17 @@
 # Env: BUILD_DIR (default build), PYTHON (default python3), OUT_DIR (logs; default a temp dir),
 # RANK_TIMEOUT (s per torch rank, 300), STALL_DUMP_S (a torch run whose logs stay unchanged this long,
 # 45, gets every thread of each rank dumped to OUT_DIR/NAME.rankR.stacks: eu-stack or gdb, else
-# /proc's kernel stacks and wait channels; once per run), SANITIZER_TIMEOUT (s, 300), VALIDATE_FAULT_ITERS (60),
-# FAULT_KINDS (netns faults, "down blackhole"), FAULT_RUNS (runs per kind, 1), STEPS (default "host gpu plugin netns kernels": the parts to run).
+# /proc's kernel stacks and wait channels; once per run; then, with STALL_KILL=1 (default), the ranks
+# are stopped so a stall costs ~STALL_DUMP_S, not RANK_TIMEOUT), SANITIZER_TIMEOUT (s, 300), VALIDATE_FAULT_ITERS (60),
+# FAULT_KINDS (netns faults, "down blackhole"), FAULT_RUNS (runs per kind, 1), STEPS (default "host gpu plugin netns kernels": the parts to run;
+# add "gpumatrix" for the GPU-buffer stall of issue 13: GPU buffers under NCCL with one suspect taken
+# away per variant, MATRIX_RUNS (1) runs each, every stalled run's threads dumped:
+#   base      RERAIL_GPU_BUFFERS=1 NCCL_NET_GDR_LEVEL=SYS (GPU chunks staged, host chunks direct)
+#   simple    + NCCL_PROTO=Simple (no LL / LL128 lines written into GPU buffers by a copy)
+#   noeager   + RERAIL_EAGER_MAX=0 (no eager copy at isend, no stashed chunk copied at irecv)
+#   noread    + NCCL_NET_GDR_READ=0 (sends from NCCL's host buffers: only receives land in GPU memory)
+#   onestream + RERAIL_TCP_STREAMS=1 (one stream, one staging slot and one CUDA stream per link)
+#   e.g. STEPS="gpumatrix" MATRIX_RUNS=2 RANK_TIMEOUT=120 scripts/validate-gpu.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 BUILD_DIR=${BUILD_DIR:-build}
@@ -97,6 +106,10 @@ watch_stall() {  # name, timeout pids...
         r=$((r + 1))
       done
       echo "$name: no log output for ${same} s: threads dumped to $OUT_DIR/$name.rank*.stacks"
+      if [[ ${STALL_KILL:-1} == 1 ]]; then
+        for p in "$@"; do pkill -TERM -P "$p" 2>/dev/null; done
+        echo "$name: stopped after the dump (STALL_KILL=1)"
+      fi
       return 0
     fi
   done
@@ -173,6 +186,22 @@ fi
 grep -hm1 -o 'staging: .*pinned slots.*\|staging slots stay pageable.*' "$OUT_DIR"/gpu-staged.rank0.log
 # the same with pageable slots only (RERAIL_STAGING_SLOTS=0: every GPU chunk through the driver's bounce buffers)
 run_torch gpu-staged-pageable RERAIL_FORCE_STAGING=1 NCCL_NET_GDR_LEVEL=SYS RERAIL_STAGING_SLOTS=0
+fi
+
+if step gpumatrix; then
+  for v in base simple noeager noread onestream; do
+    case $v in
+      base) extra=() ;;
+      simple) extra=(NCCL_PROTO=Simple) ;;
+      noeager) extra=(RERAIL_EAGER_MAX=0) ;;
+      noread) extra=(NCCL_NET_GDR_READ=0) ;;
+      onestream) extra=(RERAIL_TCP_STREAMS=1) ;;
+    esac
+    for ((j = 1; j <= ${MATRIX_RUNS:-1}; j++)); do
+      run_torch "gpumatrix-$v-$j" RERAIL_GPU_BUFFERS=1 NCCL_NET_GDR_LEVEL=SYS "${extra[@]}"
+      [[ -f "$OUT_DIR/gpumatrix-$v-$j.rank0.stacks" ]] && echo "gpumatrix-$v-$j: STALLED (stacks in $OUT_DIR)"
+    done
+  done
 fi
 
 # GPU buffers through the plugin's ABI table directly (no NCCL: runs whether or not NCCL picks GDR)
