@@ -229,8 +229,14 @@ struct StreamSample {
   uint64_t outq = 0;         // written, not yet acknowledged (queued + in flight)
   uint64_t min_rtt_ns = 0;   // the transport's minimum round-trip time (TCP: tcpi_min_rtt); 0 unknown
   // Cumulative time the peer's receive window was the limit (TCP: tcpi_rwnd_limited; 0 where the
-  // transport has no such count): the receiver, not the rail, held the bytes back.
+  // transport has no such count): the receiver, or the path's window over its round trip, held the
+  // bytes back.
   uint64_t rwnd_limited_ns = 0;
+  // The peer's advertised receive window now (TCP: tcpi_snd_wnd, Linux >= 5.4; UINT64_MAX unknown).
+  // Near 0: its buffer is full of bytes its application has not read (the receiver is the limit);
+  // open while window-limited: the window is smaller than the path's bandwidth-delay product (the
+  // rail, for this connection, is the limit).
+  uint64_t peer_window = UINT64_MAX;
 };
 // One link's sample; valid = false when the link has no transport object or counters are unavailable.
 struct LinkSample {
@@ -512,6 +518,9 @@ class SendCore final : public CoreBase {
   bool primary_degraded_ = false;  // failover policy: the primary is measurably slower than a survivor
   uint64_t degraded_since_ns_ = 0;
   static constexpr uint64_t kDegradeAfterNs = 500'000'000;
+  // A peer window below this (TCP: less than a page) is closed: the peer's buffer is full of unread
+  // bytes (Linux advertises 0 once the free space is below one MSS).
+  static constexpr uint64_t kClosedWindow = 4096;
   int peer_closed_links_ = 0;
   bool on_last_resort_ = false;    // a last-resort link carries data (no preferred link usable)
   uint64_t last_resort_chunks_ = 0;

@@ -580,12 +580,14 @@ void SendCore::ReportDelivered(uint64_t now, const std::vector<LinkSample>& samp
       continue;
     }
     uint64_t acked = 0, notsent = 0, outq = 0, rtt = 0, rwnd = 0;
+    bool peer_full = false;  // a stream's peer window is closed (unknown counts as closed)
     for (int s = 0; s < samples[i].streams; ++s) {
       acked += samples[i].s[s].acked_bytes;
       notsent += samples[i].s[s].notsent;
       outq += samples[i].s[s].outq;
       rtt = std::max(rtt, samples[i].s[s].min_rtt_ns);
       rwnd += samples[i].s[s].rwnd_limited_ns;
+      peer_full |= samples[i].s[s].peer_window < kClosedWindow || samples[i].s[s].peer_window == UINT64_MAX;
     }
     sched_.OnRtt(static_cast<int>(i), rtt);
     // The kernel's count first: "the rail was the limit" (bytes waiting in the socket, or the rail
@@ -597,10 +599,14 @@ void SendCore::ReportDelivered(uint64_t now, const std::vector<LinkSample>& samp
       bool limited = notsent > 0 || sched_.RailFull(static_cast<int>(i), cfg_.chunk);
       // Bytes held back by the peer's closed receive window (its application not reading: NCCL
       // leaves a comm unpolled for seconds) measure the receiver, not the rail: a report over which
-      // the streams' window-limited time (summed) grew by half the interval or more is not "the
-      // rail was the limit". Counted, a receiver's pause became the rail's first sample, ~0 bytes/s,
-      // and the cap it sets held the rail to one chunk per round trip (tests/sim seed 13124969).
-      if (rwnd > l.rwnd_base && now > l.report_ns && 2 * (rwnd - l.rwnd_base) >= now - l.report_ns) limited = false;
+      // the streams' window-limited time (summed) grew by half the interval or more, with a peer
+      // window closed now, is not "the rail was the limit". Counted, a receiver's pause became the
+      // rail's first sample, ~0 bytes/s, and the cap it sets held the rail to one chunk per round
+      // trip (tests/sim seed 13124969). A window that stays open while it limits is a window below
+      // the path's bandwidth-delay product: that is the rail's rate for this connection, and a
+      // sample (seed 100466320: 19 KB windows on a 7 ms rail and a 0.4 ms one; without samples the
+      // long rail kept its nominal rate and every 512 KiB message on it took 27 round trips).
+      if (peer_full && rwnd > l.rwnd_base && now > l.report_ns && 2 * (rwnd - l.rwnd_base) >= now - l.report_ns) limited = false;
       sched_.OnDelivered(static_cast<int>(i), acked - l.acked_base, limited, now);
     }
     l.acked_base = acked;

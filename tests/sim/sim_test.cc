@@ -505,6 +505,18 @@ TEST(Sim, RegressionTheBackOffOutlastedTheGiveUp) {
   EXPECT_EQ(r.errors, 0u);
 }
 
+// Seed 100466320: 19 KB receive windows, rails of 0.4 ms and 7 ms RTT. Session 17's receive-window rule
+// took every window-limited report for a receiver's pause and dropped it, so the 7 ms rail kept its
+// nominal 16.5 Gbit/s estimate, and a 512 KiB message placed on it took 27 round trips (187 ms against
+// a 146 ms bound). Only a report whose peer window is closed (buffer full of unread bytes) is the
+// receiver's now; an open window that limits is the rail's rate for this connection.
+TEST(Sim, RegressionASmallWindowOnALongRailIsTheRailsRate) {
+  Scenario sc = Draw(100466320u, Options{});
+  ASSERT_EQ(sc.rails.size(), 2u);
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+}
+
 // Same seed, same path: the event trace's hash is identical across runs.
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;

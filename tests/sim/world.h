@@ -284,6 +284,11 @@ class World {
   uint64_t SerNs(detail::Wire& w, uint64_t bytes);
   uint64_t DeadWireRound() const;
   uint64_t RwndNs(const detail::Stream& s) const { return s.rwnd_ns + (s.rwnd_since != 0 ? now_ - s.rwnd_since : 0); }
+  // The window the reader's kernel last advertised, as the writer knows it (tcpi_snd_wnd): its buffer
+  // less the bytes it acknowledged and its application had not read yet.
+  uint64_t PeerWindow(const detail::Stream& s) const {
+    return s.known_read + sc_.rcvbuf > s.acked ? s.known_read + sc_.rcvbuf - s.acked : 0;
+  }
   void WireKick(int w);
   uint64_t ZeroWindowLimit() const;
   void WireDone(int w, uint64_t token);

@@ -455,7 +455,7 @@ void World::PumpSend(Comm& c) {
       for (int i = 0; i < ls.streams; ++i) {
         const Stream& st = streams_[incs_[ii].fwd[i]];
         uint64_t rtt = wires_[st.wire].delay + wires_[st.wire ^ 1].delay;
-        ls.s[i] = net::StreamSample{st.acked, st.sent - st.acked, st.written - st.sent, st.written - st.acked, rtt, RwndNs(st)};
+        ls.s[i] = net::StreamSample{st.acked, st.sent - st.acked, st.written - st.sent, st.written - st.acked, rtt, RwndNs(st), PeerWindow(st)};
       }
     }
     s.OnSamples(now_, c.samples);
@@ -721,7 +721,7 @@ void World::PumpRecv(Comm& c) {
         if (!v[l].valid) continue;
         const Stream& st = streams_[incs_[ii].rev];
         uint64_t rtt = wires_[st.wire].delay + wires_[st.wire ^ 1].delay;
-        v[l].s[0] = net::StreamSample{st.acked, st.sent - st.acked, st.written - st.sent, st.written - st.acked, rtt, RwndNs(st)};
+        v[l].s[0] = net::StreamSample{st.acked, st.sent - st.acked, st.written - st.sent, st.written - st.acked, rtt, RwndNs(st), PeerWindow(st)};
       }
       r.OnSamples(now_, v);
       SyncRecv(c);

@@ -43,6 +43,7 @@ struct TcpProgress {
   uint32_t outq_bytes = 0;        // written, not yet acknowledged (SIOCOUTQ: unsent + in flight)
   uint32_t min_rtt_us = 0;        // the minimum RTT the kernel measured (0: unknown)
   uint64_t rwnd_limited_us = 0;   // time the peer's receive window was the limit (Linux >= 4.10; else 0)
+  uint64_t snd_wnd = UINT64_MAX;  // the peer's advertised receive window (Linux >= 5.4; else UINT64_MAX)
 };
 // False when TCP_INFO fails or the kernel lacks tcpi_bytes_acked.
 bool ReadTcpProgress(int fd, TcpProgress* out);

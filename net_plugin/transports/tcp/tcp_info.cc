@@ -22,6 +22,7 @@ bool ReadTcpProgress(int fd, TcpProgress* out) {
   out->notsent_bytes = len >= offsetof(tcp_info, tcpi_notsent_bytes) + sizeof(ti.tcpi_notsent_bytes) ? ti.tcpi_notsent_bytes : 0;
   out->min_rtt_us = len >= offsetof(tcp_info, tcpi_min_rtt) + sizeof(ti.tcpi_min_rtt) && ti.tcpi_min_rtt != ~0u ? ti.tcpi_min_rtt : 0;
   out->rwnd_limited_us = len >= offsetof(tcp_info, tcpi_rwnd_limited) + sizeof(ti.tcpi_rwnd_limited) ? ti.tcpi_rwnd_limited : 0;
+  out->snd_wnd = len >= offsetof(tcp_info, tcpi_snd_wnd) + sizeof(ti.tcpi_snd_wnd) ? ti.tcpi_snd_wnd : UINT64_MAX;
   int outq = 0;
   out->outq_bytes = ioctl(fd, SIOCOUTQ, &outq) == 0 && outq > 0 ? static_cast<uint32_t>(outq) : 0;
   return true;

@@ -74,6 +74,7 @@ bool TcpLink::Sample(int stream, StreamSample* out) {
   out->outq = tp.outq_bytes;
   out->min_rtt_ns = static_cast<uint64_t>(tp.min_rtt_us) * 1000;
   out->rwnd_limited_ns = tp.rwnd_limited_us * 1000;
+  out->peer_window = tp.snd_wnd;
   return true;
 }
 

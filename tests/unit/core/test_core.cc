@@ -1296,7 +1296,9 @@ TEST(Core, ACommWithNoOpenRequestPublishesNoRailBacklog) {
 // the limit (the transport's receive-window-limited time grew over them), not the rail: no sample.
 // Counted, the trickle became the rail's first sample, the estimate fell to ~0, the cap it sets held
 // the rail to one chunk per round trip, and a 512 KiB message took seconds (sim seed 13124969).
-double RateAfterAClosedWindow(bool rwnd_reported) {
+// A window that limits while it stays open is a window below the path's bandwidth-delay product:
+// the rail's rate for this connection, a sample (sim seed 100466320).
+double RateAfterAClosedWindow(bool rwnd_reported, uint64_t peer_window = 0) {
   TwoLinkSender two(0x7a);
   SendCore& send = *two.send;
   std::vector<uint8_t> buf(64 * 1024);
@@ -1310,6 +1312,7 @@ double RateAfterAClosedWindow(bool rwnd_reported) {
     s[0].s[0].notsent = 100000;
     s[0].s[0].outq = 100000;
     s[0].s[0].rwnd_limited_ns = rwnd_reported ? t : 0;
+    s[0].s[0].peer_window = peer_window;
     send.OnSamples(t, s);
   }
   return send.scheduler().BandwidthBps(0);
@@ -1317,6 +1320,8 @@ double RateAfterAClosedWindow(bool rwnd_reported) {
 TEST(Core, AReceiversClosedWindowIsNotTheRailsRate) {
   EXPECT_NEAR(RateAfterAClosedWindow(true), 1e9, 1e6) << "the receiver's pause was measured as the rail";
   EXPECT_LT(RateAfterAClosedWindow(false), 1e6) << "without the window count the same reports are a sample";
+  EXPECT_NEAR(RateAfterAClosedWindow(true, UINT64_MAX), 1e9, 1e6) << "a transport that cannot tell the window";
+  EXPECT_LT(RateAfterAClosedWindow(true, 65536), 1e6) << "an open window that limits is the path's rate, not the receiver's";
 }
 
 // ---- grouped receives (core.h "Grouped receives")
