@@ -442,6 +442,7 @@ class SendCore final : public CoreBase {
     uint32_t epoch = 0;
     bool has_transport = false;      // a connector or an established link exists in the driver
     bool rail_down = false;          // the last rail event said down: no probe until it is up
+    bool peer_closed = false;        // the peer closed it (EOF/RST) since a link was last usable
     uint64_t probe_since_ns = 0;     // when the current connect (first, retry or probe) started
     bool hb_due = false;             // a heartbeat for the peer is due on this link
     uint64_t next_hb_ns = 0;

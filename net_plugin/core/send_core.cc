@@ -477,7 +477,10 @@ void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer
   }
   l.failback_ns = 0;
   ScheduleRetry(now, idx);
-  if (peer_closed) ++peer_closed_links_;
+  // Counted once per link: a link reset by the peer again and again (its probes refused while a rail
+  // flaps) is one link, not "every link" (tests/sim seed 131976568: link 0 reset twice, link 1
+  // closed by this side's own link-down event, and the connection failed as if the peer had exited).
+  if (peer_closed && !l.peer_closed) l.peer_closed = true, ++peer_closed_links_;
   bool orderly = peer_closed && acked_ == next_seq_;
   if (orderly) return;
   int to = -1;
@@ -659,6 +662,7 @@ void SendCore::Poll(uint64_t now) {
   if (no_link_since_ns_ != 0) HastenRetries(now);  // the give-up clock runs
   if (live > 0) {
     peer_closed_links_ = 0;
+    for (auto& f : links_) f.peer_closed = false;
     if (give_up) {
       (void)Fail(Code::kRemoteError, "no progress on any link (" + links_[0].spec.name + ") for RERAIL_GIVEUP_MS (" +
                                          std::to_string(cfg_.giveup_ns / 1000000) + " ms)");

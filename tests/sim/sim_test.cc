@@ -517,6 +517,18 @@ TEST(Sim, RegressionASmallWindowOnALongRailIsTheRailsRate) {
   ExpectOk(r);
 }
 
+// Seed 131976568 (fails at a1f400b too): comm 1's sender closed link 1 at its own spurious link-down
+// event; while rail 1 flapped the receiver reset link 0 twice, the second time during its probe, and
+// the sender counted the two resets as two links closed by the peer: "peer closed every link", an error
+// 24 ms into a transient fault. The count is per link now (SendCore::FailLink).
+TEST(Sim, RegressionOneLinkResetTwiceWasTakenForEveryLink) {
+  Scenario sc = Draw(131976568u, Options{});
+  ASSERT_EQ(sc.mode, Mode::kTransient);
+  Result r = sim::Run(sc, getenv("RERAIL_SIM_VERBOSE") != nullptr);
+  ExpectOk(r);
+  EXPECT_EQ(r.errors, 0u);
+}
+
 // Same seed, same path: the event trace's hash is identical across runs.
 TEST(Sim, SeedsAreDeterministic) {
   Options opt;

@@ -547,6 +547,41 @@ TEST(Core, WithTheLastLinkStalledAFailedLinkIsRetriedBeforeTheGiveUp) {
   EXPECT_TRUE(p.send().usable(1));
 }
 
+// "The peer closed every link" (its process is gone) counts links, not resets: here link 1 is down by
+// this side's own rail event, and link 0 is reset by the peer twice, the second time while its probe
+// waits for an answer (a flapping rail). One link closed twice is not every link (tests/sim seed
+// 131976568 failed its send comm this way 2 ms into a flap).
+TEST(Core, ALinkTheReceiverResetsTwiceIsNotEveryLinkClosed) {
+  CoreConfig cfg = Cfg();
+  Pair p(2, 1, cfg);
+  for (int i = 0; i < 5; ++i) p.Step();
+  ASSERT_TRUE(p.send().usable(0) && p.send().usable(1));
+  auto peer_resets = [&p](int i) {  // the receiver's side closed link i: the sender reads an RST
+    Pair::SimLink& l = p.link(i);
+    for (auto& q : l.data) q.clear();
+    for (auto& q : l.rxbuf) q.clear();
+    l.ctl.clear();
+    l.up = false;
+    p.send().OnLinkError(p.now(), i, "connection reset by peer", true);
+  };
+  p.link(1).hole = true;
+  p.send().OnRail(p.now(), 1, true);
+  p.recv().OnRail(p.now(), 1, true);
+  ASSERT_EQ(p.send().link_state(1), LinkState::kFailed);
+  std::vector<uint8_t> buf(40000, 7);
+  bool posted = false;
+  ASSERT_TRUE(p.send().Isend(p.now(), buf.data(), buf.size(), buf.data(), &posted).ok() && posted);
+  peer_resets(0);
+  p.Step();
+  EXPECT_EQ(p.send().state(), ConnState::kActive) << p.send().status().message();
+  int i = 0;
+  for (; i < 1000 && p.send().link_state(0) != LinkState::kProbing; ++i) p.Step();
+  ASSERT_EQ(p.send().link_state(0), LinkState::kProbing);
+  peer_resets(0);
+  p.Step();
+  EXPECT_EQ(p.send().state(), ConnState::kActive) << p.send().status().message();
+}
+
 // A link-down event fails the rail's links at once (no stall wait) and a link-up event probes at once.
 TEST(Core, RailEventsFailAtOnceAndProbeAtOnce) {
   CoreConfig cfg = Cfg();
