@@ -5,10 +5,10 @@
 // Single-threaded; every container is indexed by integers (no pointer keys, no unordered iteration).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -63,49 +63,6 @@ struct Event {
 };
 struct Later {
   bool operator()(const Event& x, const Event& y) const { return x.t != y.t ? x.t > y.t : x.seq > y.seq; }
-};
-
-// The event queue: a 4-ary min-heap on (t, seq), the order std::priority_queue<Event, .., Later> pops
-// in (seq is unique, so the order is total and any correct heap pops the same sequence), with half
-// the levels of a binary heap: the queue was a third of the swarm's time.
-class EventQueue {
- public:
-  bool empty() const { return h_.empty(); }
-  std::size_t size() const { return h_.size(); }
-  const Event& top() const { return h_.front(); }
-  void push(const Event& e) {
-    std::size_t i = h_.size();
-    h_.push_back(e);
-    while (i > 0) {
-      std::size_t parent = (i - 1) / 4;
-      if (!Later()(h_[parent], e)) break;
-      h_[i] = h_[parent];
-      i = parent;
-    }
-    h_[i] = e;
-  }
-  void pop() {
-    Event last = h_.back();
-    h_.pop_back();
-    std::size_t n = h_.size();
-    if (n == 0) return;
-    std::size_t i = 0;
-    for (;;) {
-      std::size_t first = 4 * i + 1;
-      if (first >= n) break;
-      std::size_t best = first, end = std::min(first + 4, n);
-      for (std::size_t c = first + 1; c < end; ++c) {
-        if (Later()(h_[best], h_[c])) best = c;
-      }
-      if (!Later()(last, h_[best])) break;
-      h_[i] = h_[best];
-      i = best;
-    }
-    h_[i] = last;
-  }
-
- private:
-  std::vector<Event> h_;
 };
 
 // A frame in a socket. Its payload is not carried: a data frame's bytes are Pattern(key of message
@@ -351,7 +308,7 @@ class World {
   Result res_;
   uint64_t now_ = 0;
   uint64_t seq_ = 0;
-  detail::EventQueue q_;
+  std::priority_queue<detail::Event, std::vector<detail::Event>, detail::Later> q_;
   Rng perturb_;
   std::vector<detail::Wire> wires_;
   std::vector<detail::Stream> streams_;
