@@ -129,12 +129,11 @@ Status SendCore::Ready(uint64_t now, bool* ready) {
   return Status::Ok();
 }
 
-// The next reconnect of a failed link, after its back-off (HastenRetries: sooner while no link works).
+// The next reconnect of a failed link, after its back-off (Poll's HastenRetries: sooner while no link works).
 void SendCore::ScheduleRetry(uint64_t now, int idx) {
   TxLink& l = links_[idx];
   l.retry_at_ns = now + l.backoff_ns;
   l.backoff_ns = std::min(l.backoff_ns * 2, cfg_.backoff_max_ns);
-  if (LiveLinks() == 0) HastenRetries(now);
 }
 
 // While no link works the give-up clock runs, and a long back-off could put the next try past the
@@ -659,7 +658,7 @@ void SendCore::Poll(uint64_t now) {
   int working = 0;
   for (const auto& l : links_) working += l.fsm.usable() && !Stalled(l) && !l.rail_down;
   bool give_up = GiveUpDue(next_seq_ > 0 || awaits_element_, working, now, cfg_.giveup_ns);
-  if (no_link_since_ns_ != 0) HastenRetries(now);  // the give-up clock runs
+  if (working == 0) HastenRetries(now);  // the give-up clock runs (or would, with a request open)
   if (live > 0) {
     peer_closed_links_ = 0;
     for (auto& f : links_) f.peer_closed = false;
