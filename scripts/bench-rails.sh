@@ -2,7 +2,9 @@
 # rerail multi-rail benchmark (issue 4, "Benchmarks"; a benchmark, not a test): in ONE run, on 2
 # simulated hosts x 4 rails (scripts/netns-rails.sh), every rail limited by tc tbf to the rate X,
 # for each policy (RERAIL_POLICY=stripe, then failover) through rerail-perf and the rerail plugin:
-#   1. raw TCP baseline: iperf3 -P 2 over one rail at X and over one at X/4 (ratios use these)
+#   1. raw TCP baseline: iperf3 -P 2 over one rail at X and over one at X/4 (ratios use these); and
+#      iperf3 --bidir on every rail at once (one connection per rail, both ways, as sendrecv moves
+#      data): the reference for sendrecv on equal rails                          target >= 0.95
 #   2. homogeneous rails: sendrecv and all_reduce busbw vs 4 X                     target >= 0.95
 #   3. rails X,X,X,X/4 (rail 3 slowed on both hosts): busbw vs 3 X + X/4            target >= 0.9
 #   4. rail 1 of host 0 down mid-run (a long sendrecv, timeline in 10 ms bins of completed sends):
@@ -123,6 +125,38 @@ iperf_rail() {
     "$OUT/iperf3-rail$1.json" >"$2"
 }
 
+# iperf3 --bidir on every rail at once, host 0 <-> host 1, one connection per rail; writes the GB/s
+# per direction (the mean of both directions, summed over the rails) to $1.
+iperf_all_rails() {
+  local ns1="${RERAIL_NETNS_PREFIX}-h1" ns0="${RERAIL_NETNS_PREFIX}-h0" r i addr first=${#pids[@]} clients=()
+  for r in $(seq 0 $((NRAILS - 1))); do
+    addr=$($RAILS addr 1 "$r")
+    ip netns exec "$ns1" iperf3 -s -1 -B "$addr" -p $((5211 + r)) >"$OUT/iperf3-all-server-rail$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  for r in $(seq 0 $((NRAILS - 1))); do
+    for i in $(seq 100); do
+      ip netns exec "$ns1" ss -ltnH "sport = :$((5211 + r))" 2>/dev/null | grep -q . && break
+      sleep 0.05
+    done
+  done
+  for r in $(seq 0 $((NRAILS - 1))); do
+    ip netns exec "$ns0" iperf3 -c "$($RAILS addr 1 "$r")" -p $((5211 + r)) --bidir -t "$IPERF_S" -J \
+      >"$OUT/iperf3-all-rail$r.json" &
+    clients+=($!)
+  done
+  wait "${clients[@]}" 2>/dev/null || true
+  for i in "${pids[@]:$first}"; do wait "$i" 2>/dev/null || true; done
+  "$PY" - "$OUT" "$NRAILS" >"$1" <<'PY'
+import json, sys
+total = 0.0
+for r in range(int(sys.argv[2])):
+    e = json.load(open("%s/iperf3-all-rail%d.json" % (sys.argv[1], r)))["end"]
+    total += (e["sum_received"]["bits_per_second"] + e["sum_received_bidir_reverse"]["bits_per_second"]) / 2
+print("%.5f" % (total / 8e9))
+PY
+}
+
 # One rerail-perf run: perf NAME POLICY ARGS...; table on stdout, figures from NAME.json/.timeline.json.
 perf() {
   local name=$1 pol=$2 rc
@@ -177,6 +211,11 @@ X=$(cat "$OUT/x.txt") XQ=$(cat "$OUT/xq.txt")
 echo "# iperf3 -P 2 over one rail: X_meas = $X GB/s at $RATE; X/4_meas = $XQ GB/s at $QRATE"
 row "raw TCP rail at X (iperf3 -P 2)|-|$X|GB/s|info|-|"
 row "raw TCP rail at X/4 (iperf3 -P 2)|-|$XQ|GB/s|info|-|"
+set_rates
+iperf_all_rails "$OUT/all.txt"
+ALL=$(cat "$OUT/all.txt")
+echo "# iperf3 --bidir on all $NRAILS rails at once: $ALL GB/s per direction at $RATE per rail"
+row "raw TCP, all rails at once, both ways|-|$ALL|GB/s|info|-|"
 T4=$(awk -v x="$X" 'BEGIN { print 4 * x }')
 THET=$(awk -v x="$X" -v q="$XQ" 'BEGIN { print 3 * x + q }')
 T3=$(awk -v x="$X" 'BEGIN { print 0.95 * 3 * x }')
@@ -190,6 +229,7 @@ for pol in $POLICIES; do
   for c in sendrecv all_reduce; do
     row "$c busbw, 4 rails at X|$pol|$(val $ok busbw "$pol-homogeneous" $c)|GB/s|>= 0.95 x|$T4|4 X_meas"
   done
+  row "sendrecv busbw vs iperf3 on all rails|$pol|$(val $ok busbw "$pol-homogeneous" sendrecv)|GB/s|>= 0.95 x|$ALL|iperf3 --bidir, all rails at once"
   row "CPU per GB moved (homogeneous)|$pol|$(val $ok cpu_per_gb "$pol-homogeneous")|s/GB|info|-|"
   row "failover WARN lines, no-fault run above|$pol|$(grep -c 'failed (' "$OUT/$pol-homogeneous.log" || true)|count|info|-|"
   # 3. Heterogeneous rails X, X, X, X/4.
