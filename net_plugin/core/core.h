@@ -609,6 +609,10 @@ class RecvCore final : public CoreBase {
   uint64_t completed() const { return tracker_.completed_prefix(); }
   uint64_t posted() const { return tracker_.posted(); }
   size_t stash_bytes() const { return stash_bytes_; }
+  // Some message is complete but its completion waits: a stream still places a late copy of one of
+  // its chunks (a link that died mid-chunk, until it is dropped), so completed() runs ahead of what
+  // Completions() handed out.
+  bool deferring() const { return !deferred_.empty(); }
   bool grouped() const { return cfg_.grouped; }
   // The sender's mode, from a handshake that comes after construction (IB's link hello).
   void SetPeerGrouped(bool grouped) { cfg_.grouped = grouped; }

@@ -2,7 +2,7 @@
 rerail_gtest(test_net_unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/net/test_handle.cc ${CMAKE_CURRENT_LIST_DIR}/net/test_rx_tracker.cc
           ${CMAKE_CURRENT_LIST_DIR}/net/test_ifname.cc ${CMAKE_CURRENT_LIST_DIR}/net/test_sched_fsm.cc
-          ${CMAKE_CURRENT_LIST_DIR}/net/test_tcp_listener.cc
+          ${CMAKE_CURRENT_LIST_DIR}/net/test_tcp_listener.cc ${CMAKE_CURRENT_LIST_DIR}/net/test_recv_comm.cc
   LIBS rerail_net_core LABELS unit TIMEOUT 30)
 rerail_gtest(test_net_loopback
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/net/test_net_loopback.cc
