@@ -3,12 +3,16 @@
 // no poll/epoll), the fastest a byte stream goes between two processes, and the same waiting style
 // as a net plugin driven by NCCL's busy-polling proxy thread.
 //
-//   tcp-spin-pingpong [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1]
+//   tcp-spin-pingpong [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1] [--acks 0|1]
 // --two-connections 1: the replies travel on a second connection, as a net plugin's must (NCCL hands it
 // one send comm per direction, each its own connection): each direction carries data one way only, so
 // no TCP ACK rides on a reply and the receiving kernel sends pure ACKs. The floor of that topology, with
 // --size 48 (an 8-byte message and rerail's 40-byte frame header). --yield 1: sched_yield() after each
 // empty read, as NCCL's proxy does in an idle pass (and rerail-perf netbench's driver).
+// --acks 1 (one connection): each end also writes a 40-byte frame acknowledging what it received, in
+// a write of its own after its next message (a receiver's held-back ack, flushed in its next idle
+// pass), on the same connection: what both directions of a plugin's traffic cost on one connection
+// when acks are not coalesced into the replies (docs/hot-path-latency.md).
 // Prints one line: "lat_us=<mean one-way> lat_p50_us=<median one-way> iters=N size=BYTES" (one-way =
 // round trip / 2, as rerail-perf netbench reports it). Exit 0 on success, 1 on a socket error.
 #include <arpa/inet.h>
@@ -63,7 +67,7 @@ bool SpinRecv(int fd, char* p, size_t len) {
 int main(int argc, char** argv) {
   size_t size = 8;
   int iters = 20000, warmup = 1000;
-  bool two = false;
+  bool two = false, acks = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--size") size = strtoull(argv[i + 1], nullptr, 0);
@@ -71,9 +75,12 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") warmup = atoi(argv[i + 1]);
     else if (a == "--two-connections") two = atoi(argv[i + 1]) != 0;
     else if (a == "--yield") g_yield = atoi(argv[i + 1]) != 0;
-    else return fprintf(stderr, "usage: %s [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1]\n", argv[0]), 2;
+    else if (a == "--acks") acks = atoi(argv[i + 1]) != 0;
+    else return fprintf(stderr, "usage: %s [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1] [--acks 0|1]\n", argv[0]), 2;
   }
   if (size == 0 || iters <= 0 || warmup < 0) return fprintf(stderr, "size and iters must be > 0\n"), 2;
+  if (acks && two) return fprintf(stderr, "--acks needs one connection\n"), 2;
+  char ack[40] = {};
   int ls = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -91,7 +98,10 @@ int main(int argc, char** argv) {
     int out = two ? accept(ls, nullptr, nullptr) : in;
     if (in < 0 || out < 0 || !SetUp(in) || !SetUp(out)) _exit(1);
     for (int i = 0; i < total; ++i) {
+      // Stream from the pinging end: ping 0, ping 1, ack 0, ping 2, ack 1, ... (an ack follows the next ping).
+      if (acks && i >= 2 && !SpinRecv(in, ack, sizeof ack)) _exit(1);
       if (!SpinRecv(in, buf.data(), size) || !SpinSend(out, buf.data(), size)) _exit(1);
+      if (acks && !SpinSend(out, ack, sizeof ack)) _exit(1);  // this end's ack of ping i, after pong i
     }
     _exit(0);
   }
@@ -107,7 +117,10 @@ int main(int argc, char** argv) {
   rtt.reserve(iters);
   for (int i = 0; i < total; ++i) {
     uint64_t t0 = rr::NowNs();
-    if (!SpinSend(fd, buf.data(), size) || !SpinRecv(back, buf.data(), size)) return perror("ping-pong"), 1;
+    if (!SpinSend(fd, buf.data(), size)) return perror("ping-pong"), 1;
+    if (acks && i >= 1 && !SpinSend(fd, ack, sizeof ack)) return perror("ping-pong"), 1;  // ack of pong i-1
+    if (acks && i >= 1 && !SpinRecv(back, ack, sizeof ack)) return perror("ping-pong"), 1;  // the echo end's ack of ping i-1
+    if (!SpinRecv(back, buf.data(), size)) return perror("ping-pong"), 1;
     if (i >= warmup) rtt.push_back(static_cast<double>(rr::NowNs() - t0) / 1000.0);
   }
   int st = 0;
