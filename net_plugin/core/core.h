@@ -522,7 +522,6 @@ class SendCore final : public CoreBase {
   // A peer window below this (TCP: less than a page) is closed: the peer's buffer is full of unread
   // bytes (Linux advertises 0 once the free space is below one MSS).
   static constexpr uint64_t kClosedWindow = 4096;
-  int peer_closed_links_ = 0;
   bool on_last_resort_ = false;    // a last-resort link carries data (no preferred link usable)
   uint64_t last_resort_chunks_ = 0;
   uint64_t last_resort_bytes_ = 0;

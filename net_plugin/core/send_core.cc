@@ -479,7 +479,7 @@ void SendCore::FailLink(uint64_t now, int idx, const std::string& why, bool peer
   // Counted once per link: a link reset by the peer again and again (its probes refused while a rail
   // flaps) is one link, not "every link" (tests/sim seed 131976568: link 0 reset twice, link 1
   // closed by this side's own link-down event, and the connection failed as if the peer had exited).
-  if (peer_closed && !l.peer_closed) l.peer_closed = true, ++peer_closed_links_;
+  l.peer_closed |= peer_closed;
   bool orderly = peer_closed && acked_ == next_seq_;
   if (orderly) return;
   int to = -1;
@@ -660,7 +660,6 @@ void SendCore::Poll(uint64_t now) {
   bool give_up = GiveUpDue(next_seq_ > 0 || awaits_element_, working, now, cfg_.giveup_ns);
   if (working == 0) HastenRetries(now);  // the give-up clock runs (or would, with a request open)
   if (live > 0) {
-    peer_closed_links_ = 0;
     for (auto& f : links_) f.peer_closed = false;
     if (give_up) {
       (void)Fail(Code::kRemoteError, "no progress on any link (" + links_[0].spec.name + ") for RERAIL_GIVEUP_MS (" +
@@ -668,7 +667,9 @@ void SendCore::Poll(uint64_t now) {
     }
     return;
   }
-  if (peer_closed_links_ >= static_cast<int>(links_.size()) || (links_.size() == 1 && peer_closed_links_ > 0)) {
+  int closed = 0;
+  for (const auto& f : links_) closed += f.peer_closed;
+  if (closed == static_cast<int>(links_.size())) {
     if (acked_ == next_seq_) {  // everything delivered: an orderly close by the receiver
       Transition(ConnState::kPeerClosed, "receiver closed the connection");
       return;
