@@ -1,10 +1,9 @@
 // RecvComm's read pass (recv_comm.cc, Progress) driven over socketpairs that play the sender's
-// streams: frames are written by hand, so the order in which a failover's pieces reach the receiver
+// streams (the TCP transport's TcpLink on a socketpair: the same I/O, no TCP_INFO, so no stall
+// watchdog): frames are written by hand, so the order in which a failover's pieces reach the receiver
 // is chosen here, not left to timing.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,39 +16,11 @@
 #include "conn.h"
 #include "request.h"
 #include "transport.h"
+#include "transports/tcp/tcp.h"
 #include "wire.h"
 
 namespace rr::net {
 namespace {
-
-IoState Result(ssize_t r, size_t* n, int* err) {
-  if (r > 0) return *n = static_cast<size_t>(r), IoState::kOk;
-  if (r == 0) return IoState::kClosed;
-  *err = errno;
-  return errno == EAGAIN || errno == EWOULDBLOCK ? IoState::kAgain : IoState::kError;
-}
-
-// One link of one stream: the receiver's end of a socketpair (the test holds the sender's end).
-class PairLink : public Link {
- public:
-  PairLink(int fd, const LinkIdentity& id) : fd_(fd), id_(id) {}
-  ~PairLink() override { close(fd_); }
-  int streams() const override { return 1; }
-  const LinkIdentity& identity() const override { return id_; }
-  IoState Writev(int, const iovec* iov, int iovcnt, size_t* n, int* err) override {
-    return Result(writev(fd_, iov, iovcnt), n, err);
-  }
-  IoState Read(int, void* buf, size_t len, size_t* n, int* err) override { return Result(read(fd_, buf, len), n, err); }
-  IoState Readv(int, const iovec* iov, int iovcnt, size_t* n, int* err) override {
-    return Result(readv(fd_, iov, iovcnt), n, err);
-  }
-  std::string Describe() const override { return "pair link " + std::to_string(id_.link); }
-  bool Sample(int, StreamSample*) override { return false; }  // no transport counters: no stall watchdog
-
- private:
-  int fd_;
-  LinkIdentity id_;
-};
 
 class QueueListener : public Listener {
  public:
@@ -81,7 +52,7 @@ class RecvCommTest : public ::testing::Test {
       id.chunk_size = kChunk;
       id.rail = i;
       id.link = i;
-      auto link = std::make_unique<PairLink>(sv[0], id);
+      auto link = std::make_unique<tcp::TcpLink>(std::vector<int>{sv[0]}, id, "pair link " + std::to_string(i));
       if (i == 0) first = std::move(link);
       else listener->links.push_back(std::move(link));
     }
