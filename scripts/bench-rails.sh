@@ -108,17 +108,23 @@ set_rates() {
   done
 }
 
+# Waits (up to 5 s) until something listens on TCP port $2 in namespace $1.
+wait_listen() {
+  local i
+  for i in $(seq 100); do
+    ip netns exec "$1" ss -ltnH "sport = :$2" 2>/dev/null | grep -q . && return
+    sleep 0.05
+  done
+}
+
 # iperf3 -P 2 from host 0 to host 1 over rail $1; writes GB/s (1e9 B/s) received to $2.
 # (Not called in $(...): a subshell could not record the server in pids for the cleanup.)
 iperf_rail() {
-  local addr ns1="${RERAIL_NETNS_PREFIX}-h1" ns0="${RERAIL_NETNS_PREFIX}-h0" port=5201 i
+  local addr ns1="${RERAIL_NETNS_PREFIX}-h1" ns0="${RERAIL_NETNS_PREFIX}-h0" port=5201
   addr=$($RAILS addr 1 "$1")
   ip netns exec "$ns1" iperf3 -s -1 -B "$addr" -p "$port" >"$OUT/iperf3-server-rail$1.txt" 2>&1 &
   pids+=($!)
-  for i in $(seq 100); do
-    ip netns exec "$ns1" ss -ltnH "sport = :$port" 2>/dev/null | grep -q . && break
-    sleep 0.05
-  done
+  wait_listen "$ns1" "$port"
   ip netns exec "$ns0" iperf3 -c "$addr" -p "$port" -P 2 -t "$IPERF_S" -J >"$OUT/iperf3-rail$1.json"
   wait "${pids[-1]}" 2>/dev/null || true
   "$PY" -c 'import json,sys; print("%.5f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e9))' \
@@ -128,18 +134,12 @@ iperf_rail() {
 # iperf3 --bidir on every rail at once, host 0 <-> host 1, one connection per rail; writes the GB/s
 # per direction (the mean of both directions, summed over the rails) to $1.
 iperf_all_rails() {
-  local ns1="${RERAIL_NETNS_PREFIX}-h1" ns0="${RERAIL_NETNS_PREFIX}-h0" r i addr first=${#pids[@]} clients=()
+  local ns1="${RERAIL_NETNS_PREFIX}-h1" ns0="${RERAIL_NETNS_PREFIX}-h0" r i first=${#pids[@]} clients=()
   for r in $(seq 0 $((NRAILS - 1))); do
-    addr=$($RAILS addr 1 "$r")
-    ip netns exec "$ns1" iperf3 -s -1 -B "$addr" -p $((5211 + r)) >"$OUT/iperf3-all-server-rail$r.txt" 2>&1 &
+    ip netns exec "$ns1" iperf3 -s -1 -B "$($RAILS addr 1 "$r")" -p $((5211 + r)) >"$OUT/iperf3-all-server-rail$r.txt" 2>&1 &
     pids+=($!)
   done
-  for r in $(seq 0 $((NRAILS - 1))); do
-    for i in $(seq 100); do
-      ip netns exec "$ns1" ss -ltnH "sport = :$((5211 + r))" 2>/dev/null | grep -q . && break
-      sleep 0.05
-    done
-  done
+  for r in $(seq 0 $((NRAILS - 1))); do wait_listen "$ns1" $((5211 + r)); done
   for r in $(seq 0 $((NRAILS - 1))); do
     ip netns exec "$ns0" iperf3 -c "$($RAILS addr 1 "$r")" -p $((5211 + r)) --bidir -t "$IPERF_S" -J \
       >"$OUT/iperf3-all-rail$r.json" &
