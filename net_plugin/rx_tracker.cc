@@ -1,5 +1,7 @@
 #include "rx_tracker.h"
 
+#include <algorithm>
+
 namespace rr::net {
 
 RxTracker::Slot* RxTracker::Post(void* buf, size_t cap, void* owner) {
@@ -42,7 +44,7 @@ RxTracker::Verdict RxTracker::Classify(const Frame& f, uint32_t min_epoch, Slot*
     return Verdict::kError;
   }
   if (f.offset > f.total || f.len > f.total - f.offset || (f.len == 0 && f.total != 0) ||
-      f.offset % chunk_ != 0 || f.len > chunk_) {
+      f.offset % granule_ != 0 || f.len > chunk_ || (f.len % granule_ != 0 && f.offset + f.len != f.total)) {
     *err = "malformed chunk (offset " + std::to_string(f.offset) + " len " + std::to_string(f.len) +
            " total " + std::to_string(f.total) + ")";
     return Verdict::kError;
@@ -68,23 +70,31 @@ RxTracker::Verdict RxTracker::Classify(const Frame& f, uint32_t min_epoch, Slot*
       return Verdict::kError;
     }
     s.total = static_cast<int64_t>(f.total);
-    size_t nchunks = f.total == 0 ? 1 : (f.total + chunk_ - 1) / chunk_;
-    s.bits.assign((nchunks + 63) / 64, 0);
+    size_t granules = f.total == 0 ? 1 : (f.total + granule_ - 1) / granule_;
+    s.bits.assign((granules + 63) / 64, 0);
   } else if (static_cast<uint64_t>(s.total) != f.total) {
     *err = "chunks of message " + std::to_string(f.seq) + " disagree on its size";
     return Verdict::kError;
   }
-  uint64_t idx = f.offset / chunk_;
-  if (s.bits[idx / 64] & (1ull << (idx % 64))) return Verdict::kDrop;  // duplicate
+  // A chunk is placed whole or not at all, and a re-sent one is the same range (wire.h): all of its
+  // granules placed is a duplicate, some of them a sender that cut the message two ways.
+  uint64_t first = f.offset / granule_, end = std::max(first + 1, (f.offset + f.len + granule_ - 1) / granule_);
+  uint64_t set = 0;
+  for (uint64_t i = first; i < end; ++i) set += (s.bits[i / 64] >> (i % 64)) & 1;
+  if (set == end - first) return Verdict::kDrop;  // duplicate
+  if (set != 0) {
+    *err = "chunk at offset " + std::to_string(f.offset) + " of message " + std::to_string(f.seq) +
+           " overlaps a placed one (len " + std::to_string(f.len) + ")";
+    return Verdict::kError;
+  }
   *slot = &s;
   return Verdict::kPlace;
 }
 
 bool RxTracker::Placed(Slot* s, const Frame& f) {
-  uint64_t idx = f.offset / chunk_;
-  uint64_t bit = 1ull << (idx % 64);
-  if (s->bits[idx / 64] & bit) return false;
-  s->bits[idx / 64] |= bit;
+  uint64_t first = f.offset / granule_, end = std::max(first + 1, (f.offset + f.len + granule_ - 1) / granule_);
+  if (s->bits[first / 64] & (1ull << (first % 64))) return false;  // Classify: placed whole or not at all
+  for (uint64_t i = first; i < end; ++i) s->bits[i / 64] |= 1ull << (i % 64);
   s->placed += f.len;
   if (s->placed < static_cast<size_t>(s->total)) return false;
   s->complete = true;

@@ -9,7 +9,8 @@
 //   kDrop       read and discard the payload (duplicate chunk, chunk of a completed message, stale epoch);
 //   kNotPosted  leave it in the socket until the matching receive is posted (no intermediate copy);
 //   kError      protocol violation or a message larger than the posted buffer; *err says which.
-// After the payload is in place, Placed() marks its chunk and reports whether the message completed.
+// After the payload is in place, Placed() marks its chunk's granules (wire.h: ChunkGranule of the
+// sender's chunk size) and reports whether the message completed.
 // Thread-safety: none; owned and driven by one thread (NCCL's progress thread).
 #pragma once
 
@@ -33,7 +34,7 @@ class RxTracker {
     size_t cap = 0;
     int64_t total = -1;    // message size, -1 until the first chunk arrives
     size_t placed = 0;     // distinct payload bytes placed
-    std::vector<uint64_t> bits;  // one bit per chunk index (offset / chunk_size)
+    std::vector<uint64_t> bits;  // one bit per granule (offset / granule)
     void* owner = nullptr;       // the request that posted it
     int tag = 0;                 // grouped receives: NCCL's tag of this element
     uint8_t gn = 1, gk = 0;      // element gk of a group of gn (the group's first element has seq - gk)
@@ -41,7 +42,7 @@ class RxTracker {
 
   enum class Verdict { kPlace, kDrop, kNotPosted, kError };
 
-  RxTracker(uint32_t conn, uint32_t chunk_size) : conn_(conn), chunk_(chunk_size) {}
+  RxTracker(uint32_t conn, uint32_t chunk_size) : conn_(conn), chunk_(chunk_size), granule_(ChunkGranule(chunk_size)) {}
 
   // Posts the next receive. Returns nullptr when kWindow receives are already outstanding.
   Slot* Post(void* buf, size_t cap, void* owner);
@@ -67,7 +68,8 @@ class RxTracker {
  private:
   Slot slots_[kWindow];
   uint32_t conn_;
-  uint32_t chunk_;
+  uint32_t chunk_;    // a frame's payload is at most this
+  uint32_t granule_;  // ... in whole granules of this (the bitmap's unit)
   uint64_t next_post_ = 0;  // seq the next Post() gets
   uint64_t prefix_ = 0;     // all seq < prefix_ complete
   int outstanding_ = 0;

@@ -10,7 +10,10 @@
 // may defer its ack. Flags are ignored by older code (TypeOf masks them), so frames stay unambiguous.
 // Control frames (kAck, kHeartbeat, kLinkDown) have len 0. Frame fields for kData: conn = low 32 bits of the connection id, epoch = the link epoch the chunk was
 // sent under, seq = message sequence number (0, 1, … in isend order = irecv posting order), offset/len =
-// where the payload goes in the message, total = the message size. For kAck: seq = number of messages
+// where the payload goes in the message, total = the message size. A chunk is at most the Hello's
+// chunk_size and covers whole granules of ChunkGranule(chunk_size) bytes (the last chunk of a message
+// may end inside one): a message smaller than a full chunk per link is cut into one chunk per link
+// (SendCore::FreshChunk). Chunks of one message never overlap; a re-sent chunk is the same range again. For kAck: seq = number of messages
 // completed in order (cumulative: every seq < ack is complete), offset = the receiver's credit: the number
 // of receives it has posted (every seq < credit has a posted buffer). The sender writes chunks only of
 // messages below the credit, so every chunk on a stream can be placed as soon as it arrives and a
@@ -25,9 +28,12 @@
 namespace rr::net {
 
 constexpr uint32_t kHelloMagic = 0x4f4c4852u;  // "RHLO"
-constexpr uint16_t kWireVersion = 1;
+constexpr uint16_t kWireVersion = 2;  // 2: chunks of whole granules, not of chunk_size
 constexpr uint32_t kFrameMagic = 0x52520000u;   // high 16 bits of Frame::magic_type
 constexpr int kMaxStreams = 16;
+// A full chunk is kChunkGranules granules; a chunk on a slower rail is fewer (at least one).
+constexpr uint32_t kChunkGranules = 8;
+inline uint32_t ChunkGranule(uint32_t chunk_size) { return chunk_size / kChunkGranules; }
 
 struct Hello {
   uint32_t magic;       // kHelloMagic
@@ -36,7 +42,7 @@ struct Hello {
   uint8_t nstreams;     // streams in the link (1..kMaxStreams)
   uint8_t nonce[16];    // must equal the listen handle's nonce
   uint64_t conn_id;     // random, chosen by the sender; groups the streams and links of one connection
-  uint32_t chunk_size;  // sender's chunk size (bitmap granularity at the receiver)
+  uint32_t chunk_size;  // sender's largest chunk (ChunkGranule of it: the receiver's bitmap granularity)
   uint8_t rail;         // rail (listener device index) this link runs on
   uint8_t link;         // link index within the connection
   uint16_t flags;       // kHelloFlag*; 0 from senders without RERAIL_JOB_SECRET

@@ -27,9 +27,10 @@
 //   A connection has N links (one per rail to the peer; link 0 is the primary = NCCL's device). A
 //   link has S ordered streams (TCP: sockets; RDMA: one RC QP per stream). Messages (isend/irecv,
 //   sequence numbers 0, 1, ... in posting order, at most RxTracker::kWindow outstanding) are cut into
-//   chunks of cfg.chunk bytes; each chunk travels as a Frame (wire.h: conn, link epoch, seq, offset,
-//   len, total) followed by `len` payload bytes on ONE stream of ONE link. Chunks of one message may
-//   use any links and arrive in any order; within a stream they arrive in the order written.
+//   chunks of cfg.chunk bytes (a message smaller than a chunk per link: one chunk per link, in whole
+//   granules, SendCore::FreshChunk); each chunk travels as a Frame (wire.h: conn, link epoch, seq,
+//   offset, len, total) followed by `len` payload bytes on ONE stream of ONE link. Chunks of one
+//   message may use any links and arrive in any order; within a stream they arrive in the order written.
 //   Control frames (acks + credits, heartbeats, link-down notices) are payload-less Frames.
 //
 // Sender side (SendCore), per link:
@@ -382,7 +383,10 @@ class SendCore final : public CoreBase {
   // Samples are due every Scheduler::kReportNs, and sooner while the scheduler refused a chunk since
   // the last one: a rail's backlog is counted up as bytes are written and only the sample counts it
   // down, so a rail that drained in a fraction of kReportNs would look busy and sit idle (one comm
-  // on 4 x 1 Gbit/s: 0.74 of the link sum). Then every chunk's time on the fastest rail.
+  // on 4 x 1 Gbit/s: 0.74 of the link sum). Then every refused chunk's time on the fastest rail
+  // (the smallest refused: a message cut into a chunk per link has chunks of a quarter of
+  // cfg.chunk on 4 rails, and at cfg.chunk's pace rails drained and idled between samples: 0.76 of
+  // 4X for rerail-perf -C 1 sendrecv in the simulator).
   bool SampleDue(uint64_t now) const { return now >= SampleAt(); }
   void OnSamples(uint64_t now, const std::vector<LinkSample>& samples);  // one per link
 
@@ -463,7 +467,12 @@ class SendCore final : public CoreBase {
   // The WARN / INFO of a last-resort link starting or stopping to carry data.
   void NoteLastResort(int idx, bool carries);
   void AddPending(int64_t delta);  // pending_bytes_, published to the scheduler
-  uint64_t SampleAt() const { return refused_ ? std::min(next_sample_ns_, last_sample_ns_ + fast_sample_ns_) : next_sample_ns_; }
+  uint64_t SampleAt() const;
+  // The payload of the next fresh chunk of `m` when `n` links may carry it: a full chunk, but a message
+  // of less than a full chunk per link is cut into one chunk per link, in whole granules (wire.h).
+  size_t FreshChunk(const TxMsg& m, size_t n) const;
+  // A full chunk: cfg.chunk in whole granules.
+  size_t FullChunk() const { return ChunkGranule(cfg_.chunk) * kChunkGranules; }
   void SetState(int idx, LinkState to, const std::string& why);
   void ScheduleRetry(uint64_t now, int idx);  // retry_at_ns / backoff_ns of a link that just failed
   void HastenRetries(uint64_t now);
@@ -512,8 +521,8 @@ class SendCore final : public CoreBase {
   uint64_t setup_start_ns_ = 0;
   uint64_t next_sample_ns_ = 0;
   uint64_t last_sample_ns_ = 0;
-  uint64_t fast_sample_ns_ = Scheduler::kReportNs;  // one chunk's time on the fastest usable rail
-  bool refused_ = false;           // the scheduler refused a chunk since the last sample
+  double fastest_ = 0;              // the fastest usable rail at the last sample, bytes/ns (0: none)
+  uint64_t refused_ = 0;           // the smallest chunk the scheduler refused since the last sample; 0: none
   uint64_t next_board_ns_ = 0;
   uint64_t last_observe_ns_ = 0;
   bool primary_degraded_ = false;  // failover policy: the primary is measurably slower than a survivor

@@ -292,16 +292,19 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     return true;
   }
   if (requeue_.empty() && !fresh) return false;  // nothing to send (the common idle case)
+  size_t chunk = FullChunk();
   if (links_.size() > 1) {
+    size_t n = 0;
+    for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]), n += eligible_[i];
+    if (fresh) chunk = FreshChunk(msgs_[sched_seq_ % RxTracker::kWindow], n);
     if (sched_.BacklogStale()) {  // read the kernel's backlog first: SampleDue at once
       next_sample_ns_ = now;
-      refused_ = true;
+      refused_ = refused_ == 0 ? chunk : std::min<uint64_t>(refused_, chunk);
       return false;
     }
     if (now != last_observe_ns_) sched_.Observe(now), last_observe_ns_ = now;
-    for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]);
-    if (!sched_.Admit(idx, eligible_, cfg_.chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
-      refused_ = true;
+    if (!sched_.Admit(idx, eligible_, chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
+      refused_ = refused_ == 0 ? chunk : std::min<uint64_t>(refused_, chunk);
       return false;  // another rail would finish it sooner, or this one holds enough
     }
   }
@@ -321,7 +324,7 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   if (!have) {
     if (!fresh) return false;  // the requeue held only acknowledged chunks
     TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
-    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(cfg_.chunk, m.size - m.next_off))};
+    c = ChunkRef{m.seq, m.next_off, static_cast<uint32_t>(std::min<size_t>(chunk, m.size - m.next_off))};
     m.next_off += c.len;
     AddPending(-static_cast<int64_t>(c.len));
     if (m.next_off >= m.size) m.scheduled = true, sched_seq_ += m.seq == sched_seq_;  // HasTx: nothing left
@@ -337,6 +340,18 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     if (!on_last_resort_) NoteLastResort(idx, true);
   }
   return true;
+}
+
+size_t SendCore::FreshChunk(const TxMsg& m, size_t n) const {
+  size_t granule = ChunkGranule(cfg_.chunk), full = FullChunk();
+  if (n <= 1 || m.size >= n * full) return full;
+  // A window of NCCL's 128 KiB p2p chunks, one chunk per message, put each message on one rail:
+  // rerail-perf -C 1 sendrecv 0.97 of 4X on 4 x 1 Gbit/s in the simulator, and 0.91 of 3.25X on
+  // X,X,X,X/4, where a whole message on the quarter-rate rail takes four fast messages' time, so the
+  // window drained on the fast rails first and that rail was left idle. Cut into a chunk per link, every
+  // message moves on every rail (0.98-0.99 on both, and 0.98-1.00 on the netns fabric: README).
+  size_t per = (m.size / n + granule - 1) / granule * granule;
+  return std::clamp(per, granule, full);
 }
 
 bool SendCore::HasTx() const {
@@ -516,7 +531,7 @@ void SendCore::OnRail(uint64_t now, int rail, bool down) {
 void SendCore::OnSamples(uint64_t now, const std::vector<LinkSample>& samples) {
   next_sample_ns_ = now + (links_.size() > 1 ? Scheduler::kReportNs : StallCheckNs(cfg_));
   last_sample_ns_ = now;
-  refused_ = false;
+  refused_ = 0;
   for (size_t i = 0; i < links_.size() && i < samples.size(); ++i) {
     TxLink& l = links_[i];
     if (!l.fsm.usable() || !samples[i].valid) {
@@ -537,12 +552,17 @@ void SendCore::OnSamples(uint64_t now, const std::vector<LinkSample>& samples) {
   }
   if (links_.size() > 1 && state_ == ConnState::kActive) ReportDelivered(now, samples);
   sched_.BacklogRead();
-  double fastest = 0;  // bytes per ns
+  fastest_ = 0;
   for (size_t i = 0; i < links_.size(); ++i) {
-    if (links_[i].fsm.usable()) fastest = std::max(fastest, sched_.BandwidthBps(static_cast<int>(i)) / 8e9);
+    if (links_[i].fsm.usable()) fastest_ = std::max(fastest_, sched_.BandwidthBps(static_cast<int>(i)) / 8e9);
   }
-  fast_sample_ns_ = fastest > 0 ? std::min<uint64_t>(Scheduler::kReportNs, static_cast<uint64_t>(cfg_.chunk / fastest))
-                                : Scheduler::kReportNs;
+}
+
+uint64_t SendCore::SampleAt() const {
+  if (refused_ == 0) return next_sample_ns_;
+  uint64_t pace = fastest_ > 0 ? std::min<uint64_t>(Scheduler::kReportNs, static_cast<uint64_t>(static_cast<double>(refused_) / fastest_))
+                               : Scheduler::kReportNs;
+  return std::min(next_sample_ns_, last_sample_ns_ + pace);
 }
 
 // Failover policy: a primary measurably slower than a survivor (a port negotiated down, a congested

@@ -86,14 +86,16 @@ TEST(Sim, OneConnectionRingCollectiveFillsEveryRail) {
 // oldest message whenever the others had enough pending work in total, so the oldest slice (and the
 // loop's end) waited for it (0.76-0.78 at 500 Mbit/s and 1 Gbit/s). A rail admitted only because the
 // others have more to do, or is clearly behind the rail that takes the next one, now takes the LAST
-// pending chunk. sendrecv's window (8 x 128 KiB) drains on the fast rails before one chunk crosses
-// the slow one, so that rail is left out: its ceiling is 3 / 3.25 = 0.923 (0.906-0.917 here).
+// pending chunk. sendrecv's window (8 x 128 KiB, a chunk per message) drained on the fast rails
+// before one chunk crossed the slow one, so that rail was left out: ceiling 3 / 3.25 = 0.923
+// (0.906-0.917 here). Each message is now cut into a chunk per link (SendCore::FreshChunk) and
+// moves on every rail: 0.982-0.986.
 TEST(Sim, OneConnectionRingCollectiveUsesAQuarterRateRail) {
   for (uint64_t bps : {200'000'000ull, 500'000'000ull, 1'000'000'000ull}) {
     for (PerfColl coll : {PerfColl::kSendRecv, PerfColl::kAllReduce}) {
       PerfPoint p = PerfBench(coll, 4, bps, 50 * kUs, 4, 64 << 20, 1, 3, net::CoreConfig{}, 2);
       ExpectOk(p.res);
-      EXPECT_GE(p.busbw_bps / p.link_sum_bps, coll == PerfColl::kSendRecv ? 0.88 : 0.95)
+      EXPECT_GE(p.busbw_bps / p.link_sum_bps, 0.95)
           << (coll == PerfColl::kSendRecv ? "sendrecv" : "all_reduce") << ", 3 x " << bps / 1e6 << " Mbit/s + X/4";
     }
   }

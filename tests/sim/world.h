@@ -5,11 +5,13 @@
 // Single-threaded; every container is indexed by integers (no pointer keys, no unordered iteration).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim.h"
@@ -143,6 +145,14 @@ void ChunkSamples(uint64_t key, uint64_t off, uint64_t len, Fn fn) {
   for (int i = 0; i < kChunkSamples; ++i) fn(off + 8 + Mix64(key ^ (off * 0x100 + i)) % (len - 23), 8);
 }
 
+// The same over every granule (wire.h: ChunkGranule) of [off, off + len), which starts on the grid:
+// a message's bytes are written and checked per granule, whatever chunks carried them.
+template <typename Fn>
+void GranuleSamples(uint64_t key, uint64_t off, uint64_t len, uint64_t granule, Fn fn) {
+  if (len == 0) return;
+  for (uint64_t at = off; at < off + len; at += granule) ChunkSamples(key, at, std::min(granule, off + len - at), fn);
+}
+
 struct Msg {
   uint64_t size = 0, cap = 0;
   // Copy mode: real send and receive buffers. The send buffer is never read or written by the
@@ -153,9 +163,9 @@ struct Msg {
   uint8_t* src_p = nullptr;
   uint8_t* dst_p = nullptr;
   uint64_t key = 0;  // the payload (Pattern)
-  std::vector<uint8_t> placed;  // per chunk: times placed
-  std::vector<uint8_t> handed;  // per chunk: times the sender handed it to a link (placed <= handed)
-  uint64_t chunks_placed = 0;
+  std::vector<uint8_t> placed;  // per granule (wire.h: ChunkGranule): times placed
+  std::vector<uint8_t> handed;  // per granule: times the sender handed it to a link (placed <= handed)
+  uint64_t chunks_placed = 0;   // granules placed at least once
   bool zero_read = false;
   bool eager = false;
   uint64_t written_payload = 0;
@@ -289,6 +299,8 @@ class World {
   bool ReadStream(detail::Comm& c, int link, int sid);
   void CheckTx(detail::Comm& c, int link, const net::TxFrame& f);
   void Place(detail::Comm& c, const net::Frame& hdr, const uint8_t* dst, const uint8_t* bytes, bool stash_copy);
+  bool OnGrid(const detail::Msg& m, const net::Frame& h) const;
+  std::pair<uint64_t, uint64_t> Granules(const net::Frame& h) const;
   void DrainSend(detail::Comm& c);
   void DrainRecv(detail::Comm& c);
   void Finish(detail::Comm& c, detail::Msg& m, size_t k);

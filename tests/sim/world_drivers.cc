@@ -178,7 +178,8 @@ World::World(const Scenario& sc, bool verbose) : sc_(sc), verbose_(verbose), per
       Msg& m = c.msgs[j];
       m.size = c.spec.sizes[j];
       m.cap = m.size + c.spec.slack;
-      m.placed.assign(std::max<uint64_t>(1, (m.size + chunk - 1) / chunk), 0);
+      uint64_t granule = net::ChunkGranule(chunk);
+      m.placed.assign(std::max<uint64_t>(1, (m.size + granule - 1) / granule), 0);
       m.handed.assign(m.placed.size(), 0);
       m.key = Mix64(sc_.seed ^ (k << 40) ^ (j << 8));
       if (sc_.copy_bytes) {

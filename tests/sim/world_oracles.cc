@@ -21,11 +21,7 @@ void World::CheckTx(Comm& c, int link, const net::TxFrame& f) {
   auto who = [&] { return "comm " + std::to_string(c.id) + " link " + std::to_string(link) + " msg " + std::to_string(h.seq); };
   if (h.seq >= c.msgs.size() || !c.msgs[h.seq].s_posted) return Violate(who() + ": data frame of a send never posted");
   Msg& m = c.msgs[h.seq];
-  uint32_t chunk = sc_.core.chunk;
-  if (h.total != m.size || h.offset % chunk != 0 || h.len != std::min<uint64_t>(chunk, m.size - std::min(m.size, h.offset)) ||
-      (h.offset >= m.size && m.size > 0)) {
-    return Violate(who() + ": bad chunk (offset " + std::to_string(h.offset) + " len " + std::to_string(h.len) + ")");
-  }
+  if (!OnGrid(m, h)) return Violate(who() + ": bad chunk (offset " + std::to_string(h.offset) + " len " + std::to_string(h.len) + ")");
   if (net::IsEager(h)) {
     // From the core's own copy: every byte (the frame then carries exactly the pattern, FrameRec).
     m.eager = true;
@@ -38,8 +34,30 @@ void World::CheckTx(Comm& c, int link, const net::TxFrame& f) {
     if (h.len > 0 && f.payload != m.src_p + h.offset) return Violate(who() + ": payload is not at the buffer + offset");
   }
   m.written_payload += h.len;
-  uint8_t& n = m.handed[h.offset / chunk];
-  n = static_cast<uint8_t>(std::min(n + 1, 255));
+  // Fresh, or a re-send of the same range: its granules were handed out equally often.
+  auto [first, end] = Granules(h);
+  for (uint64_t i = first; i < end; ++i) {
+    if (m.handed[i] != m.handed[first]) return Violate(who() + ": chunk at offset " + std::to_string(h.offset) + " overlaps another one");
+  }
+  for (uint64_t i = first; i < end; ++i) m.handed[i] = static_cast<uint8_t>(std::min(m.handed[i] + 1, 255));
+}
+
+// A chunk of message m on the grid (wire.h): inside the message, starting on a granule, at most a full
+// chunk of whole granules, only the message's last chunk ending inside one; a message of 0 bytes is one
+// empty chunk.
+bool World::OnGrid(const detail::Msg& m, const Frame& h) const {
+  uint64_t g = net::ChunkGranule(sc_.core.chunk);
+  if (h.total != m.size) return false;
+  if (m.size == 0) return h.offset == 0 && h.len == 0;
+  return h.offset < m.size && h.offset % g == 0 && h.len > 0 && h.len <= g * net::kChunkGranules &&
+         h.len <= m.size - h.offset && (h.len % g == 0 || h.offset + h.len == m.size);
+}
+
+// The granules [first, end) a chunk on the grid covers (a message of 0 bytes: granule 0).
+std::pair<uint64_t, uint64_t> World::Granules(const Frame& h) const {
+  uint64_t g = net::ChunkGranule(sc_.core.chunk);
+  uint64_t first = h.offset / g;
+  return {first, std::max(first + 1, (h.offset + h.len + g - 1) / g)};
 }
 
 
@@ -56,11 +74,7 @@ void World::Place(Comm& c, const Frame& h, const uint8_t* dst, const uint8_t* by
   Msg& m = c.msgs[h.seq];
   if (!m.r_posted) return Violate(who() + ": placed into a receive not posted");
   if (m.r_core_done) return Violate(who() + ": placed into a receive the core already completed");
-  uint32_t chunk = sc_.core.chunk;
-  if (h.total != m.size || h.offset % chunk != 0 || h.offset >= std::max<uint64_t>(m.size, 1) ||
-      h.len != std::min<uint64_t>(chunk, m.size - h.offset)) {
-    return Violate(who() + ": placement of " + std::to_string(h.len) + " bytes off the chunk grid");
-  }
+  if (!OnGrid(m, h)) return Violate(who() + ": placement of " + std::to_string(h.len) + " bytes off the chunk grid");
   if (dst != m.dst_p + h.offset) return Violate(who() + ": placed at the wrong address");
   if (sc_.copy_bytes) {
     uint8_t* out = m.dst.get();
@@ -69,14 +83,20 @@ void World::Place(Comm& c, const Frame& h, const uint8_t* dst, const uint8_t* by
       if (bad < h.len) return Violate(who() + ": copied bytes differ from the sent ones (byte " + std::to_string(bad) + " of the chunk)");
       memcpy(out + h.offset, bytes, h.len);
     } else {
-      detail::ChunkSamples(m.key, h.offset, h.len, [&](uint64_t at, uint64_t n) { detail::Pattern(out + at, m.key, at, n); });
+      detail::GranuleSamples(m.key, h.offset, h.len, net::ChunkGranule(sc_.core.chunk),
+                             [&](uint64_t at, uint64_t n) { detail::Pattern(out + at, m.key, at, n); });
     }
   }
   // Exactly once, unless the chunk was re-sent: a late first copy and its re-sent copy may both land
   // (identical bytes, before the completion: the core defers it while a stream still writes).
-  uint8_t& n = m.placed[h.offset / chunk];
-  if (n >= m.handed[h.offset / chunk]) return Violate(who() + ": placed more often than the sender sent it");
-  if (n++ == 0) ++m.chunks_placed;
+  auto [first, end] = Granules(h);
+  uint8_t n = m.placed[first];
+  for (uint64_t i = first; i < end; ++i) {
+    if (m.placed[i] != n) return Violate(who() + ": placed over part of another chunk");
+    if (m.placed[i] >= m.handed[i]) return Violate(who() + ": placed more often than the sender sent it");
+    ++m.placed[i];
+  }
+  if (n == 0) m.chunks_placed += end - first;
   else res_.dup_bytes += h.len;
 }
 
@@ -137,14 +157,14 @@ void World::DrainRecv(Comm& c) {
     Msg& m = c.msgs[k];
     std::string who = "comm " + std::to_string(c.id) + " recv " + std::to_string(k);
     if (sc_.copy_bytes) {
-      // Every chunk's boundaries and samples still hold the pattern (nothing wrote over them since).
-      uint32_t chunk = sc_.core.chunk;
-      for (uint64_t off = 0; off < m.size; off += chunk) {
+      // Every granule's boundaries and samples still hold the pattern (nothing wrote over them since).
+      uint64_t granule = net::ChunkGranule(sc_.core.chunk);
+      for (uint64_t off = 0; off < m.size; off += granule) {
         bool same = true;
-        detail::ChunkSamples(m.key, off, std::min<uint64_t>(chunk, m.size - off), [&](uint64_t at, uint64_t n) {
+        detail::GranuleSamples(m.key, off, std::min<uint64_t>(granule, m.size - off), granule, [&](uint64_t at, uint64_t n) {
           same = same && detail::PatternMismatch(m.dst.get() + at, m.key, at, n) == n;
         });
-        if (!same) return Violate(who + ": received bytes differ from the sent ones (chunk at " + std::to_string(off) + ")");
+        if (!same) return Violate(who + ": received bytes differ from the sent ones (granule at " + std::to_string(off) + ")");
       }
       for (uint64_t b = m.size; b < m.cap; ++b) {
         if (m.dst[b] != kGuard) return Violate(who + ": byte " + std::to_string(b) + " beyond the message was written");

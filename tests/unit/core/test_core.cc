@@ -87,6 +87,7 @@ class Pair {
     std::vector<uint64_t> acked = std::vector<uint64_t>(kMaxStreams, 0);
     uint64_t ctl_acked = 0;
     uint64_t payload_written = 0;  // payload bytes the sender wrote on this link
+    std::vector<Frame> chunks;     // the data frames written on this link
     bool dead_conn = false;  // the current connection was swallowed by a dark period
     bool connect_dead = false;  // the connect in progress was swallowed: it never completes
     std::vector<uint64_t> lost = std::vector<uint64_t>(kMaxStreams, 0);  // swallowed bytes: in flight forever
@@ -232,6 +233,7 @@ class Pair {
         if (f.hdr.len > 0) it.payload.assign(f.payload, f.payload + f.hdr.len);
         send_->OnWritten(i, sizeof(Frame) + f.hdr.len);
         l.payload_written += f.hdr.len;
+        if (TypeOf(f.hdr) == FrameType::kData) l.chunks.push_back(f.hdr);
         send_->OnTxDone(now_, i, f.hdr);
         l.data[s].push_back(std::move(it));
       }
@@ -1013,6 +1015,41 @@ TEST(Core, FailoverPolicyKeepsToThePrimaryUntilItFails) {
   ExpectDelivered(more);
   EXPECT_GT(p.link(1).payload_written, 0u);
   EXPECT_GT(p.link(2).payload_written, 0u);
+}
+
+// A message of less than a full chunk per usable link is cut into one chunk per link, in whole granules
+// (wire.h: cfg.chunk / 8): NCCL's 128 KiB p2p chunks, one chunk per message, put each message on one
+// rail (SendCore::FreshChunk). Larger messages, and any message on a single link, keep full chunks.
+TEST(Core, AMessageSmallerThanAChunkPerLinkIsCutIntoAChunkPerLink) {
+  auto lens = [](Pair& p, uint64_t seq) {
+    std::vector<uint32_t> out;
+    for (int i = 0; i < p.send().links(); ++i) {
+      for (const Frame& f : p.link(i).chunks) {
+        if (f.seq == seq) out.push_back(f.len);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  Pair p(4, 1, Cfg());  // chunk 4096, granule 512
+  for (int i = 0; i < 5; ++i) p.Step();
+  auto msgs = Workload({4096, 10000, 20000});
+  ASSERT_TRUE(p.Run(msgs, 1, 2000 * kMs));
+  ExpectDelivered(msgs);
+  EXPECT_EQ(lens(p, 0), (std::vector<uint32_t>{1024, 1024, 1024, 1024}));
+  EXPECT_EQ(lens(p, 1), (std::vector<uint32_t>{2320, 2560, 2560, 2560})) << "ceil(10000 / 4) in whole granules, the rest last";
+  EXPECT_EQ(lens(p, 2), (std::vector<uint32_t>{3616, 4096, 4096, 4096, 4096})) << "at least a full chunk per link";
+  int used = 0;
+  for (int i = 0; i < 4; ++i) used += !p.link(i).chunks.empty();
+  EXPECT_GE(used, 2) << "the pieces went to more than one link";
+
+  Pair one(1, 2, Cfg());
+  for (int i = 0; i < 5; ++i) one.Step();
+  auto single = Workload({4096, 10000});
+  ASSERT_TRUE(one.Run(single, 1, 2000 * kMs));
+  ExpectDelivered(single);
+  EXPECT_EQ(lens(one, 0), (std::vector<uint32_t>{4096}));
+  EXPECT_EQ(lens(one, 1), (std::vector<uint32_t>{1808, 4096, 4096}));
 }
 
 // An IB comm's TCP link (RERAIL_IB_TCP_FALLBACK) is a last resort: it carries nothing while another

@@ -102,6 +102,39 @@ TEST(RxTracker, ALateDuplicateOfAReleasedMessageIsDropped) {
   EXPECT_EQ(t.Classify(m0, 0, &s, &err), RxTracker::Verdict::kPlace);
 }
 
+// A message smaller than a full chunk per link is cut into a chunk per link (SendCore::FreshChunk):
+// chunks are whole granules (kChunk / 8 = 512 bytes here), any number up to a full chunk, the message's
+// last one ending anywhere. A re-sent chunk is the same range: all of it placed is a duplicate, part
+// of it a sender that cut the message two ways.
+TEST(RxTracker, ChunksOfWholeGranulesUpToAFullChunk) {
+  ASSERT_EQ(ChunkGranule(kChunk), 512u);
+  RxTracker t(kConn, kChunk);
+  char buf[8292];
+  t.Post(buf, sizeof(buf), nullptr);
+  RxTracker::Slot* s = nullptr;
+  std::string err;
+  const uint64_t total = sizeof(buf);
+  EXPECT_EQ(t.Classify(Data(0, 100, 512, total), 0, &s, &err), RxTracker::Verdict::kError) << "off the granule grid";
+  EXPECT_EQ(t.Classify(Data(0, 0, 1000, total), 0, &s, &err), RxTracker::Verdict::kError) << "ends inside a granule";
+  EXPECT_EQ(t.Classify(Data(0, 0, 4608, total), 0, &s, &err), RxTracker::Verdict::kError) << "longer than a chunk";
+  Frame a = Data(0, 0, 1024, total), b = Data(0, 1024, 3072, total), c = Data(0, 4096, 4096, total), d = Data(0, 8192, 100, total);
+  for (const Frame* f : {&d, &b}) {
+    ASSERT_EQ(t.Classify(*f, 0, &s, &err), RxTracker::Verdict::kPlace) << err;
+    EXPECT_FALSE(t.Placed(s, *f));
+  }
+  EXPECT_EQ(t.Classify(b, 0, &s, &err), RxTracker::Verdict::kDrop) << "a re-sent copy of a placed chunk";
+  EXPECT_EQ(t.Classify(Data(0, 512, 1024, total), 0, &s, &err), RxTracker::Verdict::kError) << "half not placed (a), half placed (b)";
+  EXPECT_NE(err.find("overlaps a placed one"), std::string::npos) << err;
+  ASSERT_EQ(t.Classify(a, 0, &s, &err), RxTracker::Verdict::kPlace) << err;
+  EXPECT_FALSE(t.Placed(s, a));
+  EXPECT_EQ(t.Classify(Data(0, 3584, 1024, total), 0, &s, &err), RxTracker::Verdict::kError) << "half placed (b), half not (c)";
+  EXPECT_EQ(t.completed_prefix(), 0u);
+  ASSERT_EQ(t.Classify(c, 0, &s, &err), RxTracker::Verdict::kPlace) << err;
+  EXPECT_TRUE(t.Placed(s, c)) << "every byte placed once";
+  EXPECT_EQ(s->placed, total);
+  EXPECT_EQ(t.completed_prefix(), 1u);
+}
+
 TEST(RxTracker, ZeroByteMessageCompletes) {
   RxTracker t(kConn, kChunk);
   t.Post(nullptr, 0, nullptr);
