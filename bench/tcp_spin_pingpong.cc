@@ -4,6 +4,7 @@
 // as a net plugin driven by NCCL's busy-polling proxy thread.
 //
 //   tcp-spin-pingpong [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1] [--acks 0|1]
+//                     [--quickack 0|1]
 // --two-connections 1: the replies travel on a second connection, as a net plugin's must (NCCL hands it
 // one send comm per direction, each its own connection): each direction carries data one way only, so
 // no TCP ACK rides on a reply and the receiving kernel sends pure ACKs. The floor of that topology, with
@@ -13,6 +14,9 @@
 // a write of its own after its next message (a receiver's held-back ack, flushed in its next idle
 // pass), on the same connection: what both directions of a plugin's traffic cost on one connection
 // when acks are not coalesced into the replies (docs/hot-path-latency.md).
+// --quickack V: setsockopt(TCP_QUICKACK, V) on the reading socket after every message read (0: the
+// kernel's delayed-ACK "pingpong" mode, which its delayed-ACK timer ends, so it is set again each time;
+// the cost of the setsockopt is in the figure).
 // Prints one line: "lat_us=<mean one-way> lat_p50_us=<median one-way> iters=N size=BYTES" (one-way =
 // round trip / 2, as rerail-perf netbench reports it). Exit 0 on success, 1 on a socket error.
 #include <arpa/inet.h>
@@ -52,6 +56,7 @@ bool SpinSend(int fd, const char* p, size_t len) {
   return true;
 }
 bool g_yield = false;
+int g_quickack = -1;  // >= 0: TCP_QUICKACK set to this after each message read
 bool SpinRecv(int fd, char* p, size_t len) {
   while (len > 0) {
     ssize_t n = recv(fd, p, len, 0);
@@ -59,6 +64,7 @@ bool SpinRecv(int fd, char* p, size_t len) {
     else if (n == 0 || (errno != EAGAIN && errno != EINTR)) return false;
     else if (g_yield) sched_yield();
   }
+  if (g_quickack >= 0) setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &g_quickack, sizeof g_quickack);
   return true;
 }
 
@@ -76,7 +82,8 @@ int main(int argc, char** argv) {
     else if (a == "--two-connections") two = atoi(argv[i + 1]) != 0;
     else if (a == "--yield") g_yield = atoi(argv[i + 1]) != 0;
     else if (a == "--acks") acks = atoi(argv[i + 1]) != 0;
-    else return fprintf(stderr, "usage: %s [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1] [--acks 0|1]\n", argv[0]), 2;
+    else if (a == "--quickack") g_quickack = atoi(argv[i + 1]);
+    else return fprintf(stderr, "usage: %s [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1] [--acks 0|1] [--quickack 0|1]\n", argv[0]), 2;
   }
   if (size == 0 || iters <= 0 || warmup < 0) return fprintf(stderr, "size and iters must be > 0\n"), 2;
   if (acks && two) return fprintf(stderr, "--acks needs one connection\n"), 2;

@@ -15,7 +15,7 @@
            "Empty: every up, non-loopback interface with an IPv4/IPv6 address (loopback if nothing else)")     \
   RR_PARAM(TcpStreams, "TCP_STREAMS", kInt, "2", "sockets", "1:16", "TCP streams per link (per rail per connection)") \
   RR_PARAM(ChunkSize, "CHUNK_SIZE", kInt, "131072", "bytes", "4096:67108864",                             \
-           "Largest piece of a message sent as one unit on one stream (the unit of striping and re-send)")     \
+           "Largest piece of a message sent as one unit on one stream (the unit of striping and re-send), in whole eighths; a message smaller than one chunk per usable rail is cut into one chunk per rail") \
   RR_PARAM(EagerMax, "EAGER_MAX", kInt, "16384", "bytes", "0:262144",                                      \
            "Sends up to this size are copied into the connection's re-send pool (RERAIL_EAGER_POOL) and complete once written " \
            "(no wait for the receiver's ack: small-message latency); 0 disables")                              \
