@@ -648,6 +648,8 @@ class RecvCore final : public CoreBase {
     bool hb_now = false;    // answer at once (a new link: the sender re-admits it on the first frame)
     bool rail_down = false; // kept alive on a downed rail as the last link (not working)
     bool carries_ack = false;  // the latest ack was queued on this link (an ack or heartbeat frame)
+    bool peer_ended = false;   // the peer's side ended it: its transport closed it, or its core dropped
+                               // it and said so (not this side's rail event or stall watchdog)
     StallTracker stall;
   };
 

@@ -61,6 +61,7 @@ bool RecvCore::OnLinkUp(uint64_t /*now*/, int idx, uint32_t epoch, int rail, int
   l.out.clear();
   l.hb_now = true;  // answer at once: the sender re-admits the rail on the first frame it hears
   l.rail_down = false;
+  l.peer_ended = false;
   l.stall.Reset();
   // Every link this side dropped is announced again on the new one: the first notice went out on
   // links alive then, and when they all failed too (every rail's transmissions lost at once) it was
@@ -111,6 +112,7 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
           l.name.c_str(), why.c_str());
   l.alive = false;
   l.carries_ack = false;
+  l.peer_ended = peer_closed || peer_dropped;
   ++drops_;
   l.rx.clear();
   l.out.clear();
@@ -125,7 +127,13 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
   int live = LiveLinks();
   if (peer_dropped) return;  // the sender knows, and re-sends on its own
   if (live == 0) {
-    if (peer_closed) {
+    // The peer's process closed the connection or died only if its side ended EVERY link. A link this
+    // side dropped on its own (a rail event, its stall watchdog) is one a live sender may not know
+    // about and reconnect, after it failed and closed the last one (no room for its notice in a full
+    // socket; the FIN came after a heal): then the give-up clock decides.
+    bool all = true;
+    for (const auto& o : links_) all = all && (o.rail < 0 || o.peer_ended);
+    if (peer_closed && all) {
       // Every link closed by the peer: its process closed the connection or died.
       if (tracker_.completed_prefix() == tracker_.posted()) {
         Transition(ConnState::kPeerClosed, "sender closed the connection");

@@ -584,6 +584,51 @@ TEST(Core, ALinkTheReceiverResetsTwiceIsNotEveryLinkClosed) {
   EXPECT_EQ(p.send().state(), ConnState::kActive) << p.send().status().message();
 }
 
+// The receiver takes "every link closed by the peer" for the sender's exit only when the peer's side
+// ended every link. Here this side dropped link 0 on its own (a link-down event of its host; its
+// notice queued on link 1), then the sender failed link 1 (its stall watchdog: a full socket, so no
+// notice of its own) and closed it, and the FIN arrived after a heal. The sender is alive and will
+// reconnect both: the receive pending waits for it (the give-up clock runs) instead of failing with
+// "peer closed the connection".
+TEST(Core, EveryLinkClosedCountsOnlyLinksThePeerEnded) {
+  Pair p(2, 1, Cfg());
+  for (int i = 0; i < 5; ++i) p.Step();
+  ASSERT_TRUE(p.send().usable(0) && p.send().usable(1));
+  auto msgs = Workload({40000});
+  bool posted = false;
+  ASSERT_TRUE(p.recv().Irecv(p.now(), msgs[0].dst.data(), msgs[0].dst.size(), &msgs[0], &posted, &msgs[0].slot).ok() && posted);
+  p.recv().OnRail(p.now(), 0, true);
+  ASSERT_FALSE(p.recv().alive(0));
+  Pair::SimLink& l1 = p.link(1);
+  for (auto& q : l1.data) q.clear();
+  for (auto& q : l1.rxbuf) q.clear();
+  l1.ctl.clear();
+  l1.up = l1.rx_up = false;
+  p.send().OnLinkError(p.now(), 1, "stall: bytes unacknowledged", false);
+  p.recv().OnLinkError(p.now(), 1, "closed by the sender", true);
+  EXPECT_NE(p.recv().state(), ConnState::kFailed) << p.recv().status().message();
+  p.recv().OnRail(p.now(), 0, false);
+  ASSERT_TRUE(p.send().Isend(p.now(), msgs[0].src.data(), msgs[0].src.size(), &msgs[0], &posted).ok() && posted);
+  for (int i = 0; i < 3000 && !(msgs[0].send_done && msgs[0].recv_done); ++i) {
+    p.Step();
+    ASSERT_NE(p.recv().state(), ConnState::kFailed) << p.recv().status().message();
+    ASSERT_NE(p.send().state(), ConnState::kFailed) << p.send().status().message();
+  }
+  ExpectDelivered(msgs);
+
+  // A sender that really is gone: every link closed by its side (the last after a notice of its own
+  // drop of the other) still fails the pending receive at once.
+  Pair q(2, 1, Cfg());
+  for (int i = 0; i < 5; ++i) q.Step();
+  auto more = Workload({40000});
+  ASSERT_TRUE(q.recv().Irecv(q.now(), more[0].dst.data(), more[0].dst.size(), &more[0], &posted, &more[0].slot).ok() && posted);
+  q.recv().OnLinkError(q.now(), 0, "closed by the sender", true);
+  q.recv().OnLinkError(q.now(), 1, "closed by the sender", true);
+  EXPECT_EQ(q.recv().state(), ConnState::kFailed);
+  EXPECT_NE(q.recv().status().message().find("closed the connection with a receive pending"), std::string::npos)
+      << q.recv().status().message();
+}
+
 // A link-down event fails the rail's links at once (no stall wait) and a link-up event probes at once.
 TEST(Core, RailEventsFailAtOnceAndProbeAtOnce) {
   CoreConfig cfg = Cfg();
