@@ -1,7 +1,5 @@
 #include "rx_tracker.h"
 
-#include <algorithm>
-
 namespace rr::net {
 
 RxTracker::Slot* RxTracker::Post(void* buf, size_t cap, void* owner) {
@@ -78,8 +76,8 @@ RxTracker::Verdict RxTracker::Classify(const Frame& f, uint32_t min_epoch, Slot*
   }
   // A chunk is placed whole or not at all, and a re-sent one is the same range (wire.h): all of its
   // granules placed is a duplicate, some of them a sender that cut the message two ways.
-  uint64_t first = f.offset / granule_, end = std::max(first + 1, (f.offset + f.len + granule_ - 1) / granule_);
-  uint64_t set = 0;
+  uint64_t first = 0, end = 0, set = 0;
+  Granules(f, &first, &end);
   for (uint64_t i = first; i < end; ++i) set += (s.bits[i / 64] >> (i % 64)) & 1;
   if (set == end - first) return Verdict::kDrop;  // duplicate
   if (set != 0) {
@@ -92,7 +90,8 @@ RxTracker::Verdict RxTracker::Classify(const Frame& f, uint32_t min_epoch, Slot*
 }
 
 bool RxTracker::Placed(Slot* s, const Frame& f) {
-  uint64_t first = f.offset / granule_, end = std::max(first + 1, (f.offset + f.len + granule_ - 1) / granule_);
+  uint64_t first = 0, end = 0;
+  Granules(f, &first, &end);
   if (s->bits[first / 64] & (1ull << (first % 64))) return false;  // Classify: placed whole or not at all
   for (uint64_t i = first; i < end; ++i) s->bits[i / 64] |= 1ull << (i % 64);
   s->placed += f.len;

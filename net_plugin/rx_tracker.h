@@ -70,6 +70,12 @@ class RxTracker {
   uint32_t conn_;
   uint32_t chunk_;    // a frame's payload is at most this
   uint32_t granule_;  // ... in whole granules of this (the bitmap's unit)
+  // The granules [*first, *end) of a well-formed chunk (a message of 0 bytes: granule 0).
+  void Granules(const Frame& f, uint64_t* first, uint64_t* end) const {
+    *first = f.offset / granule_;
+    *end = (f.offset + f.len + granule_ - 1) / granule_;
+    if (*end <= *first) *end = *first + 1;
+  }
   uint64_t next_post_ = 0;  // seq the next Post() gets
   uint64_t prefix_ = 0;     // all seq < prefix_ complete
   int outstanding_ = 0;

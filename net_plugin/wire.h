@@ -33,7 +33,7 @@ constexpr uint32_t kFrameMagic = 0x52520000u;   // high 16 bits of Frame::magic_
 constexpr int kMaxStreams = 16;
 // A full chunk is kChunkGranules granules; a chunk on a slower rail is fewer (at least one).
 constexpr uint32_t kChunkGranules = 8;
-inline uint32_t ChunkGranule(uint32_t chunk_size) { return chunk_size / kChunkGranules; }
+inline uint32_t ChunkGranule(uint32_t chunk_size) { return chunk_size >= kChunkGranules ? chunk_size / kChunkGranules : 1; }
 
 struct Hello {
   uint32_t magic;       // kHelloMagic

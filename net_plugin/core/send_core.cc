@@ -293,18 +293,19 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
   }
   if (requeue_.empty() && !fresh) return false;  // nothing to send (the common idle case)
   size_t chunk = FullChunk();
+  auto refuse = [&] { refused_ = refused_ == 0 ? chunk : std::min<uint64_t>(refused_, chunk); };
   if (links_.size() > 1) {
     size_t n = 0;
     for (size_t i = 0; i < links_.size(); ++i) eligible_[i] = Eligible(links_[i]), n += eligible_[i];
     if (fresh) chunk = FreshChunk(msgs_[sched_seq_ % RxTracker::kWindow], n);
     if (sched_.BacklogStale()) {  // read the kernel's backlog first: SampleDue at once
       next_sample_ns_ = now;
-      refused_ = refused_ == 0 ? chunk : std::min<uint64_t>(refused_, chunk);
+      refuse();
       return false;
     }
     if (now != last_observe_ns_) sched_.Observe(now), last_observe_ns_ = now;
     if (!sched_.Admit(idx, eligible_, chunk, static_cast<size_t>(std::max<int64_t>(pending_bytes_, 0)))) {
-      refused_ = refused_ == 0 ? chunk : std::min<uint64_t>(refused_, chunk);
+      refuse();
       return false;  // another rail would finish it sooner, or this one holds enough
     }
   }
