@@ -293,7 +293,8 @@ class World {
   void DebugState(const detail::Comm& c);
   void PumpRecv(detail::Comm& c);
   void RecvAttach(detail::Comm& c);
-  bool RecvReads(detail::Comm& c, bool* read_any);
+  static constexpr size_t kNoWant = SIZE_MAX;
+  bool RecvReads(detail::Comm& c, size_t want, bool* read_any);
   void Commands(detail::Comm& c);
   void SyncRecv(detail::Comm& c);
   bool ReadStream(detail::Comm& c, int link, int sid);

@@ -693,7 +693,7 @@ void World::PumpRecv(Comm& c) {
     }
   }
   bool read_any = false;
-  if (!RecvReads(c, &read_any)) return;
+  if (!RecvReads(c, c.r_test < c.r_post ? c.r_test : kNoWant, &read_any)) return;
   r.Poll(now_, !read_any);
   SyncRecv(c);
   if (r.state() == net::ConnState::kActive) {
@@ -752,8 +752,12 @@ void World::RecvAttach(Comm& c) {
   }
 }
 
-// Up to 64 passes over every attached link's data streams, then EOF. False on a violation.
-bool World::RecvReads(Comm& c, bool* read_any) {
+// Up to 64 passes over every attached link's data streams, then EOF. False on a violation. As
+// RecvComm::Progress does for a test() of receive `want` (kNoWant: NCCL tests none, IdleSends drives
+// the comm), the reads stop once that receive is complete in the core's prefix and no completion is
+// deferred: the other streams are read in the next call (a notice that would release a deferred
+// completion is always read: RecvCommTest.ACompletionWaitingForADeadLinksNoticeReadsTheNotice).
+bool World::RecvReads(Comm& c, size_t want, bool* read_any) {
   net::RecvCore& r = *c.recv;
   for (int pass = 0; pass < 64 && r.state() == net::ConnState::kActive; ++pass) {
     bool progressed = false;
@@ -761,6 +765,10 @@ bool World::RecvReads(Comm& c, bool* read_any) {
       for (int i = 0; i < sc_.streams && c.rx[l] >= 0; ++i) {
         progressed |= ReadStream(c, static_cast<int>(l), incs_[c.rx[l]].fwd[i]);
         if (violated()) return false;
+        if (want != kNoWant && r.completed() > want && !r.deferring()) {
+          *read_any |= progressed;
+          return true;
+        }
       }
       if (c.rx[l] >= 0) {  // EOF after the sender closed it
         const Stream& s0 = streams_[incs_[c.rx[l]].fwd[0]];
