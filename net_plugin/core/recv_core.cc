@@ -132,7 +132,7 @@ void RecvCore::DropLink(uint64_t /*now*/, int idx, const std::string& why, bool 
     // about and reconnect, after it failed and closed the last one (no room for its notice in a full
     // socket; the FIN came after a heal): then the give-up clock decides.
     bool all = true;
-    for (const auto& o : links_) all = all && (o.rail < 0 || o.peer_ended);
+    for (const auto& o : links_) all = all && (o.rail < 0 || o.peer_ended);  // rail < 0: never up
     if (peer_closed && all) {
       // Every link closed by the peer: its process closed the connection or died.
       if (tracker_.completed_prefix() == tracker_.posted()) {

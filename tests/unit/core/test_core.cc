@@ -104,15 +104,17 @@ class Pair {
   std::function<void(const Completion&)> on_recv;  // set: receive completions go here (Step)
   std::function<void(const Completion&)> on_send;  // set: send completions go here (Step)
 
-  // A transport error on link i, seen by both sides (RST): in-flight bytes are lost.
-  void Cut(int i) {
+  // A transport error on link i, seen by both sides (RST): in-flight bytes are lost. fin: the sender
+  // failed and closed it, and the receiver reads its FIN (the peer closed it, no notice before it).
+  void Cut(int i, bool fin = false) {
     SimLink& l = links_[i];
     for (auto& q : l.data) q.clear();
     for (auto& q : l.rxbuf) q.clear();
     l.ctl.clear();
     l.up = l.rx_up = false;
     send_->OnLinkError(now_, i, "send failed: reset", false);
-    recv_->OnLinkError(now_, i, "receive failed: reset", false);
+    if (fin) recv_->OnLinkError(now_, i, "closed by the sender", true);
+    else recv_->OnLinkError(now_, i, "receive failed: reset", false);
   }
 
   // One round: commands, writes, deliveries, samples, timers; the clock advances by `dt`.
@@ -599,13 +601,7 @@ TEST(Core, EveryLinkClosedCountsOnlyLinksThePeerEnded) {
   ASSERT_TRUE(p.recv().Irecv(p.now(), msgs[0].dst.data(), msgs[0].dst.size(), &msgs[0], &posted, &msgs[0].slot).ok() && posted);
   p.recv().OnRail(p.now(), 0, true);
   ASSERT_FALSE(p.recv().alive(0));
-  Pair::SimLink& l1 = p.link(1);
-  for (auto& q : l1.data) q.clear();
-  for (auto& q : l1.rxbuf) q.clear();
-  l1.ctl.clear();
-  l1.up = l1.rx_up = false;
-  p.send().OnLinkError(p.now(), 1, "stall: bytes unacknowledged", false);
-  p.recv().OnLinkError(p.now(), 1, "closed by the sender", true);
+  p.Cut(1, /*fin=*/true);
   EXPECT_NE(p.recv().state(), ConnState::kFailed) << p.recv().status().message();
   p.recv().OnRail(p.now(), 0, false);
   ASSERT_TRUE(p.send().Isend(p.now(), msgs[0].src.data(), msgs[0].src.size(), &msgs[0], &posted).ok() && posted);
