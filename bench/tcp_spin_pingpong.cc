@@ -4,7 +4,7 @@
 // as a net plugin driven by NCCL's busy-polling proxy thread.
 //
 //   tcp-spin-pingpong [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1] [--acks 0|1]
-//                     [--quickack 0|1]
+//                     [--quickack 0|1] [--reverse-acks 0|1]
 // --two-connections 1: the replies travel on a second connection, as a net plugin's must (NCCL hands it
 // one send comm per direction, each its own connection): each direction carries data one way only, so
 // no TCP ACK rides on a reply and the receiving kernel sends pure ACKs. The floor of that topology, with
@@ -14,6 +14,11 @@
 // a write of its own after its next message (a receiver's held-back ack, flushed in its next idle
 // pass), on the same connection: what both directions of a plugin's traffic cost on one connection
 // when acks are not coalesced into the replies (docs/hot-path-latency.md).
+// --reverse-acks 1 (two connections): each end, after writing its message, writes a 40-byte ack of the
+// message it last received on that message's connection (the reverse direction: a receiver's ack), and
+// then makes one non-blocking read of the acks waiting on its own outgoing connection (a send comm
+// reading control frames without waiting for them). With --quickack 0 the kernel's ACK of a message
+// can ride on that ack instead of going out as a pure ACK while the reader reads the message.
 // --quickack V: setsockopt(TCP_QUICKACK, V) on the reading socket after every message read (0: the
 // kernel's delayed-ACK "pingpong" mode, which its delayed-ACK timer ends, so it is set again each time;
 // the cost of the setsockopt is in the figure).
@@ -73,7 +78,7 @@ bool SpinRecv(int fd, char* p, size_t len) {
 int main(int argc, char** argv) {
   size_t size = 8;
   int iters = 20000, warmup = 1000;
-  bool two = false, acks = false;
+  bool two = false, acks = false, reverse = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--size") size = strtoull(argv[i + 1], nullptr, 0);
@@ -83,10 +88,15 @@ int main(int argc, char** argv) {
     else if (a == "--yield") g_yield = atoi(argv[i + 1]) != 0;
     else if (a == "--acks") acks = atoi(argv[i + 1]) != 0;
     else if (a == "--quickack") g_quickack = atoi(argv[i + 1]);
+    else if (a == "--reverse-acks") reverse = atoi(argv[i + 1]) != 0;
     else return fprintf(stderr, "usage: %s [--size BYTES] [--iters N] [--warmup N] [--two-connections 0|1] [--yield 0|1] [--acks 0|1] [--quickack 0|1]\n", argv[0]), 2;
   }
   if (size == 0 || iters <= 0 || warmup < 0) return fprintf(stderr, "size and iters must be > 0\n"), 2;
   if (acks && two) return fprintf(stderr, "--acks needs one connection\n"), 2;
+  if (reverse && !two) return fprintf(stderr, "--reverse-acks needs two connections\n"), 2;
+  char sink[4096];
+  // --reverse-acks: one non-blocking read of whatever acks wait on `fd` (none is waited for).
+  auto drain = [&](int fd) { (void)!recv(fd, sink, sizeof sink, 0); };
   char ack[40] = {};
   int ls = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -109,6 +119,10 @@ int main(int argc, char** argv) {
       if (acks && i >= 2 && !SpinRecv(in, ack, sizeof ack)) _exit(1);
       if (!SpinRecv(in, buf.data(), size) || !SpinSend(out, buf.data(), size)) _exit(1);
       if (acks && !SpinSend(out, ack, sizeof ack)) _exit(1);  // this end's ack of ping i, after pong i
+      if (reverse) {  // the ack of ping i on ping's own connection, after pong i; the acks of pongs read lazily
+        if (!SpinSend(in, ack, sizeof ack)) _exit(1);
+        drain(out);
+      }
     }
     _exit(0);
   }
@@ -127,6 +141,10 @@ int main(int argc, char** argv) {
     if (!SpinSend(fd, buf.data(), size)) return perror("ping-pong"), 1;
     if (acks && i >= 1 && !SpinSend(fd, ack, sizeof ack)) return perror("ping-pong"), 1;  // ack of pong i-1
     if (acks && i >= 1 && !SpinRecv(back, ack, sizeof ack)) return perror("ping-pong"), 1;  // the echo end's ack of ping i-1
+    if (reverse && i >= 1) {  // the ack of pong i-1 on pong's connection, after ping i; acks of pings read lazily
+      if (!SpinSend(back, ack, sizeof ack)) return perror("ping-pong"), 1;
+      drain(fd);
+    }
     if (!SpinRecv(back, buf.data(), size)) return perror("ping-pong"), 1;
     if (i >= warmup) rtt.push_back(static_cast<double>(rr::NowNs() - t0) / 1000.0);
   }
