@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "core/core.h"
+#include "duplex.h"
 #include "idle_sends.h"
 #include "listen_hub.h"
 #include "rerail/clock.h"
@@ -105,6 +106,7 @@ struct ConnConfig {
   size_t eager_pool = 1 << 20;      // bytes of eager copies a send comm may hold unacknowledged
   int max_recvs = 1;                // RERAIL_MAX_RECVS: > 1 = send comms match tags (grouped receives)
   int streams = 2;
+  bool duplex = false;              // RERAIL_TCP_DUPLEX (duplex.h)
   Policy policy = Policy::kStripe;
   uint64_t stall_ns = 1'000'000'000;
   uint64_t heartbeat_ns = 200'000'000;
@@ -252,6 +254,7 @@ class SendComm final : public Comm, private CoreObserver {
   struct TxStream {
     bool busy = false;
     bool inlined = false;  // the frame is in `small`
+    bool driver = false;   // the frame is the driver's (kShare), not the core's
     TxFrame f{};
     size_t done = 0;  // bytes of hdr+payload written
     std::array<uint8_t, kInlineFrame> small;
@@ -275,6 +278,13 @@ class SendComm final : public Comm, private CoreObserver {
   void ReadControl(int idx, uint64_t now);
   void PollRails(uint64_t now);
   void Sample(uint64_t now);
+  // RERAIL_TCP_DUPLEX (duplex.h): takes an offered port, looks for a partner receive comm, notices a
+  // dead port.
+  void DuplexPoll(uint64_t now);
+  // Control frames of link 0 from the port's mailbox (the initiator: the partner reads the socket).
+  void ReadMailbox(uint64_t now);
+  // Link 0's transport is reset or closed: the port goes too.
+  void DropPort();
   // CoreObserver: board, profiler.
   void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
                   bool was_probing) override;
@@ -290,6 +300,14 @@ class SendComm final : public Comm, private CoreObserver {
   SendCore core_;
   std::vector<LinkSample> samples_;
   size_t pass_bytes_ = 0;  // bytes Progress wrote in its current call
+  // RERAIL_TCP_DUPLEX (duplex.h)
+  std::shared_ptr<DuplexPort> port_;  // the shared socket of link 0, if any
+  bool port_owner_ = false;           // it is this comm's link 0 stream 0 (initiator); else borrowed
+  int port_stream_ = -1;              // borrowed: its TxStream on link 0 (after the link's own)
+  bool port_used_ = false;            // borrowed: a frame went out there (losing it needs a failover)
+  bool share_pending_ = false;        // initiator: the kShare frame is still to be written
+  uint64_t duplex_next_ns_ = 0;       // when the initiator looks for a partner next
+  std::atomic<bool> offer_{false};    // the registry holds a port offered to this comm
 };
 
 class RecvComm final : public Comm, private CoreObserver {
@@ -305,6 +323,11 @@ class RecvComm final : public Comm, private CoreObserver {
   Status Test(Request* r, int* done, int* size) override;
   ConnState state() const { return core_.state(); }
   uint64_t IdleProgress() override;
+  // RERAIL_TCP_DUPLEX (duplex.h), from a send comm of this process with the registry's comms mutex
+  // held; never blocks (try-lock of this comm's drive mutex). TryAdopt: reads `p` as one more stream
+  // of link 0 if link 0 runs on `local_dev` and shares nothing yet. TryPump: one read pass.
+  bool TryAdopt(const std::shared_ptr<DuplexPort>& p, int local_dev);
+  void TryPump();
 
  private:
   enum class Phase : uint8_t { kHeader, kPayload };
@@ -329,6 +352,12 @@ class RecvComm final : public Comm, private CoreObserver {
     size_t out_done = 0;         // bytes of `out` written
     int rail = -1;
     uint64_t rail_gen = 0;  // RailSignals generation of its local rail when last looked at
+    // RERAIL_TCP_DUPLEX (duplex.h), link 0 only: the shared socket. Owner (reactor): it is this link's
+    // stream 0 and a send comm of this process writes there too. Adopter (initiator's end): it is a
+    // send comm's socket, read here as stream port_stream (the slot Attach reserved).
+    std::shared_ptr<DuplexPort> port;
+    bool port_owner = false;
+    int port_stream = -1;
   };
 
   void Attach(std::unique_ptr<Link> link, uint64_t now);
@@ -342,6 +371,15 @@ class RecvComm final : public Comm, private CoreObserver {
   // False when nothing came (EAGAIN, or an error the core was told of); *drained when the socket had
   // less than asked, so reading again now would only return EAGAIN.
   bool Fill(int idx, int i, uint64_t now, uint8_t* dst, size_t want, size_t* placed, bool* drained);
+  // The adopted shared stream ended (error, EOF, its owner let it go, a foreign frame): mid-frame fails
+  // link 0 (what was cut off is re-sent), else it is only detached.
+  void DetachPort(int idx, uint64_t now, const std::string& why, bool tell_owner, bool eof);
+  // The link's socket is replaced or dropped: its sharing ends (an owner's port dies; an adopted one
+  // fails its owner's link 0, whose control frames nobody would read any more).
+  void ReleasePort(RxLink& l);
+  void OnShare(int idx, int i, const Frame& hdr);
+  // Writes control bytes on stream 0 of a link, through its port when it is a shared socket.
+  IoState WriteControl(RxLink& l, const iovec* iov, size_t frame_left, size_t* n, int* err);
   void FlushControl(uint64_t now);
   Status PollListener(uint64_t now);
   void PollRails(uint64_t now);

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "duplex.h"
 #include "idle_sends.h"
 #include "rerail/auth.h"
 #include "rerail/params.h"
@@ -140,6 +141,7 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.max_recvs = static_cast<int>(Params::Int(ParamId::MaxRecvs));
   if (cfg_.max_recvs == 0) cfg_.max_recvs = ib_ != nullptr ? kMaxRecvs : 1;
   cfg_.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
+  cfg_.duplex = Params::Bool(ParamId::TcpDuplex);
 #if RERAIL_WITH_IB
   if (ib_ != nullptr) cfg_.streams = ib_->link.streams;  // QPs per IB link (the init line)
 #endif
@@ -441,6 +443,7 @@ Status Plugin::Listen(int dev, void* handle, void** listen_comm) {
   if (ib_ != nullptr) return IbListen(dev, handle, listen_comm);
   Nonce nonce;
   RR_CHECK(RandomNonce(&nonce));
+  StampNonce(&nonce);  // the listener's process (duplex.h)
   Handle h;
   std::unique_ptr<Listener> l;
   RR_CHECK(transport_->Listen(dev, nonce, &h, &l));
@@ -468,7 +471,7 @@ Status Plugin::Connect(int dev, void* handle, void** send_comm) {
   auto it = connecting_.find(key);
   if (it == connecting_.end()) {
     uint64_t conn_id = 0;
-    RR_CHECK(RandomU64(&conn_id));
+    RR_CHECK(NewConnId(&conn_id));  // the sender's process in the high 32 bits (duplex.h)
     it = connecting_.emplace(key, std::make_unique<SendComm>(cfg_, h.nonce, conn_id, PlanLinks(dev, h))).first;
   }
   bool ready = false;

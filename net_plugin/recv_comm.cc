@@ -1,5 +1,6 @@
 // The TCP driver of the receiving core (conn.h, core/core.h).
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "conn.h"
@@ -41,10 +42,21 @@ RecvComm::RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, st
     core_.SetCopier([this](void* dst, const void* src, size_t len) { return stager_->Place(dst, src, len); });
   }
   Attach(std::move(first), NowNs());
+  if (cfg_.duplex) DuplexRegistry::Get().AddRecv(this, conn_id_);  // whole before a send comm may call in
 }
 
 RecvComm::~RecvComm() {
   IdleSends::Get().Remove(this);
+  if (cfg_.duplex) DuplexRegistry::Get().RemoveRecv(this);  // no send comm calls in after this
+  for (RxLink& l : links_) {
+    if (!l.port) continue;
+    std::lock_guard<std::mutex> lk(l.port->mu);
+    if (l.port_owner) {
+      l.port->link = nullptr;  // the borrowing send comm fails over link 0 if it wrote there
+    } else if (l.port->failed.empty()) {
+      l.port->failed = "the receive comm reading its shared socket closed";  // the owner fails over
+    }
+  }
   if (core_.state() != ConnState::kActive) return;
   const uint64_t now = NowNs();
   core_.FlushHeld(now);
@@ -59,25 +71,28 @@ RecvComm::~RecvComm() {
       iovec iov{&f, sizeof(Frame)};
       size_t n = 0;
       int err = 0;
-      if (l.link->Writev(0, &iov, 1, &n, &err) != IoState::kOk || n != sizeof(Frame)) break;
+      if (WriteControl(l, &iov, sizeof(Frame), &n, &err) != IoState::kOk || n != sizeof(Frame)) break;
     }
   }
 }
 
 void RecvComm::Attach(std::unique_ptr<Link> link, uint64_t now) {
   const LinkIdentity& id = link->identity();
+  // RERAIL_TCP_DUPLEX: link 0 has one stream more, for a shared socket a send comm may hand over.
+  const int slots = link->streams() + (cfg_.duplex && id.link == 0 && link->streams() < kMaxStreams ? 1 : 0);
   if (id.conn_id != conn_id_ ||
-      !core_.OnLinkUp(now, id.link, id.epoch, id.rail, link->streams(), link->Describe())) {
+      !core_.OnLinkUp(now, id.link, id.epoch, id.rail, slots, link->Describe())) {
     RR_WARN("conn %016lx: refused a link (%s, conn %016lx link %d epoch %u)", static_cast<unsigned long>(conn_id_),
             link->Describe().c_str(), static_cast<unsigned long>(id.conn_id), id.link, id.epoch);
     return;
   }
   if (links_.size() <= static_cast<size_t>(id.link)) links_.resize(id.link + 1);
   RxLink& l = links_[id.link];
+  ReleasePort(l);  // a replacement: the old socket's sharing ends with it
   l.rail = id.rail;
   l.rail_gen = RailGen(cfg_.rails, id.rail);
   l.link = std::move(link);
-  l.rx.assign(l.link->streams(), RxStream{});
+  l.rx.assign(slots, RxStream{});
   l.out_busy = false;
   l.out_done = 0;
 }
@@ -93,8 +108,9 @@ void RecvComm::Sync() {
         iovec iov{&notice, sizeof(Frame)};
         size_t n = 0;
         int err = 0;
-        (void)l.link->Writev(0, &iov, 1, &n, &err);
+        (void)WriteControl(l, &iov, sizeof(Frame), &n, &err);
       }
+      ReleasePort(l);
       l.link.reset();
       l.rx.clear();
       l.out_busy = false;
@@ -160,9 +176,23 @@ bool RecvComm::Fill(int idx, int i, uint64_t now, uint8_t* dst, size_t want, siz
   if (tail > 0) iov[cnt++] = {s.buf.data() + s.end, tail};
   size_t n = 0;
   int err = 0;
-  IoState st = l.link->Readv(i, iov, cnt, &n, &err);
+  const bool shared = i == l.port_stream;
+  IoState st;
+  if (shared) {  // the adopted socket: its owner may have let it go
+    std::lock_guard<std::mutex> lk(l.port->mu);
+    st = l.port->link != nullptr ? l.port->link->Readv(0, iov, cnt, &n, &err) : IoState::kClosed;
+    if (st == IoState::kClosed && l.port->link == nullptr) err = -1;  // not the peer's EOF
+  } else {
+    st = l.link->Readv(i, iov, cnt, &n, &err);
+  }
   *placed = 0;
   if (st == IoState::kAgain) return false;
+  if (st != IoState::kOk && shared) {
+    const bool eof = st == IoState::kClosed && err != -1;
+    DetachPort(idx, now, err == -1 ? "its owner let it go" : eof ? "closed by the peer" : std::string("receive failed: ") + strerror(err),
+               err != -1, eof);
+    return false;
+  }
   if (st != IoState::kOk) {
     bool peer_closed = st == IoState::kClosed || err == ECONNRESET;
     core_.OnLinkError(now, idx, st == IoState::kClosed ? "closed by the sender" : std::string("receive failed: ") + strerror(err),
@@ -197,6 +227,25 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now) {
         std::memcpy(&s.hdr, s.buf.data() + s.pos, sizeof(Frame));
         s.pos += sizeof(Frame);
         s.have_hdr = true;
+      }
+      if (TypeOf(s.hdr) == FrameType::kShare && FrameValid(s.hdr) && s.hdr.len == 0) {  // driver's, not the core's
+        s.have_hdr = false;
+        OnShare(idx, i, s.hdr);
+        continue;
+      }
+      if (i == l.port_stream && s.hdr.conn != static_cast<uint32_t>(conn_id_)) {  // the owner's control frame
+        if (!FrameValid(s.hdr) || s.hdr.len != 0) {
+          s.have_hdr = false;
+          DetachPort(idx, now, "a frame of another connection with a payload", true, false);
+          return;
+        }
+        {
+          std::lock_guard<std::mutex> lk(l.port->mu);
+          l.port->mailbox.push_back(s.hdr);
+        }
+        s.have_hdr = false;
+        ++rx_events_;
+        continue;
       }
       RxAction a = core_.OnFrame(now, idx, i, s.hdr);
       Sync();
@@ -262,7 +311,7 @@ void RecvComm::FlushControl(uint64_t now) {
       iovec iov{reinterpret_cast<uint8_t*>(&l.out) + l.out_done, sizeof(Frame) - l.out_done};
       size_t n = 0;
       int err = 0;
-      IoState st = l.link->Writev(0, &iov, 1, &n, &err);
+      IoState st = WriteControl(l, &iov, sizeof(Frame) - l.out_done, &n, &err);
       if (st == IoState::kAgain) break;
       if (st != IoState::kOk) {
         core_.OnLinkError(now, static_cast<int>(idx), std::string("sending control failed: ") + strerror(err),
@@ -315,6 +364,101 @@ void RecvComm::Sample(uint64_t now) {
   Sync();
 }
 
+// ---- RERAIL_TCP_DUPLEX (duplex.h)
+
+IoState RecvComm::WriteControl(RxLink& l, const iovec* iov, size_t frame_left, size_t* n, int* err) {
+  if (l.port_owner) return l.port->Write(2, iov, 1, frame_left, n, err);
+  return l.link->Writev(0, iov, 1, n, err);
+}
+
+void RecvComm::ReleasePort(RxLink& l) {
+  if (!l.port) return;
+  {
+    std::lock_guard<std::mutex> lk(l.port->mu);
+    if (l.port_owner) {
+      l.port->link = nullptr;
+    } else if (l.port->failed.empty()) {
+      l.port->failed = "the receive comm reading its shared socket dropped its link 0";
+    }
+  }
+  l.port.reset();
+  l.port_owner = false;
+  l.port_stream = -1;
+}
+
+// A kShare from this connection's sender (the initiator's end of a pair): the send comm of conn
+// hdr.seq in this process may write its link-0 frames on this socket (the reactor's end).
+void RecvComm::OnShare(int idx, int i, const Frame& hdr) {
+  RxLink& l = links_[idx];
+  if (!cfg_.duplex || idx != 0 || i != 0 || l.port || InstanceOfConn(hdr.seq) != ProcessInstance()) {
+    RR_INFO(log::kFlagNet, "conn %016lx: ignored a kShare for conn %016lx on link %d stream %d",
+            static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(hdr.seq), idx, i);
+    return;
+  }
+  auto p = std::make_shared<DuplexPort>();
+  p->link = l.link.get();
+  p->owner_conn = conn_id_;
+  p->guest_conn = hdr.seq;
+  if (!DuplexRegistry::Get().Offer(hdr.seq, InstanceOfConn(conn_id_), p)) {
+    RR_INFO(log::kFlagNet, "conn %016lx: no send comm of conn %016lx to this connection's sender: kShare ignored",
+            static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(hdr.seq));
+    return;
+  }
+  l.port = std::move(p);
+  l.port_owner = true;
+}
+
+void RecvComm::DetachPort(int idx, uint64_t now, const std::string& why, bool tell_owner, bool eof) {
+  RxLink& l = links_[idx];
+  const int i = l.port_stream;
+  RxStream& s = l.rx[i];
+  const bool mid_frame = s.phase == Phase::kPayload || s.have_hdr || s.end > s.pos;
+  if (tell_owner) {
+    std::lock_guard<std::mutex> lk(l.port->mu);
+    if (l.port->failed.empty()) {
+      char by[64];
+      std::snprintf(by, sizeof(by), "shared socket read by conn %016lx: ", static_cast<unsigned long>(conn_id_));
+      l.port->failed = by + why;
+      l.port->failed_eof = eof;
+    }
+  }
+  RR_INFO(log::kFlagNet, "conn %016lx: the shared socket of link 0 ended (%s)%s", static_cast<unsigned long>(conn_id_),
+          why.c_str(), mid_frame ? " mid-frame: link 0 fails" : "");
+  l.port.reset();
+  l.port_stream = -1;
+  s = RxStream{};
+  if (mid_frame) {  // the core's stream state is mid-frame: only a new incarnation of link 0 resets it
+    core_.OnLinkError(now, idx, "its shared socket ended mid-frame (" + why + ")", false);
+    Sync();
+  }
+}
+
+bool RecvComm::TryAdopt(const std::shared_ptr<DuplexPort>& p, int local_dev) {
+  std::unique_lock<std::mutex> lk(drive_mu_, std::try_to_lock);
+  if (!lk.owns_lock() || !cfg_.duplex || core_.state() != ConnState::kActive || links_.empty()) return false;
+  RxLink& l = links_[0];
+  if (!l.link || l.port || l.rail != local_dev || !core_.alive(0)) return false;
+  const int slot = l.link->streams();
+  if (slot >= static_cast<int>(l.rx.size())) return false;  // no reserved slot (RERAIL_TCP_STREAMS = 16)
+  RxStream& s = l.rx[slot];
+  s = RxStream{};
+  s.buf.resize(kReadAheadBytes);
+  std::memcpy(s.buf.data(), p->leftover.data(), p->leftover.size());
+  s.end = p->leftover.size();
+  s.last_data_ns = NowNs();
+  l.port = p;
+  l.port_owner = false;
+  l.port_stream = slot;
+  RR_INFO(log::kFlagNet, "conn %016lx: link 0 also reads conn %016lx's socket (RERAIL_TCP_DUPLEX)",
+          static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(p->owner_conn));
+  return true;
+}
+
+void RecvComm::TryPump() {
+  std::unique_lock<std::mutex> lk(drive_mu_, std::try_to_lock);
+  if (lk.owns_lock()) (void)Progress(false);
+}
+
 // Acks and credits the core held back go out in a test() call that read nothing: the comm is waiting,
 // so they cost no latency on the path of the caller's next message (an irecv never flushes them).
 Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
@@ -332,7 +476,13 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
   const bool read_cold = now >= cold_read_ns_;
   if (read_cold) cold_read_ns_ = now + kColdReadNs;
   for (size_t k = 0; k < links_.size() && core_.state() == ConnState::kActive; ++k) {
+    if (links_[k].port_owner && links_[k].port->poisoned) {  // a frame cut off on the shared socket
+      core_.OnLinkError(now, static_cast<int>(k), "a send comm left the shared socket mid-frame", false);
+      Sync();
+      continue;
+    }
     for (int i = 0; links_[k].link && i < static_cast<int>(links_[k].rx.size()); ++i) {
+      if (i >= links_[k].link->streams() && i != links_[k].port_stream) continue;  // a reserved slot, unused
       const RxStream& s = links_[k].rx[i];
       if (!read_cold && s.end == s.pos && !s.have_hdr && now - s.last_data_ns > kColdNs) continue;
       ReadStream(static_cast<int>(k), i, now);

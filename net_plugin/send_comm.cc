@@ -1,5 +1,6 @@
 // The TCP driver of the sending core (conn.h, core/core.h).
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "conn.h"
@@ -105,12 +106,119 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
     links_[i].rail_gen = RailGen(cfg_.rails, plan[i].local_dev);
   }
   samples_.resize(plan.size());
+  if (cfg_.duplex) DuplexRegistry::Get().AddSend(this, conn_id, InstanceOfNonce(nonce_), &offer_);
   Commands(now);  // the first connects
 }
 
 SendComm::~SendComm() {
   IdleSends::Get().Remove(this);
   LingerUntilAcked(core_, [this] { return Progress(); });
+  if (cfg_.duplex) DuplexRegistry::Get().RemoveSend(this);
+  DropPort();
+}
+
+namespace {
+constexpr uint64_t kDuplexRetryNs = 10'000'000;  // how often an unpaired send comm looks for a partner
+}  // namespace
+
+void SendComm::DropPort() {
+  if (!port_) return;
+  {
+    std::lock_guard<std::mutex> lk(port_->mu);
+    if (port_owner_) {
+      port_->link = nullptr;  // the adopter detaches at its next read
+    } else if (port_->writer == 1) {
+      port_->poisoned = true;  // a frame cut off there: the owner fails the socket
+      port_->writer = 0;
+    }
+  }
+  port_.reset();
+  port_owner_ = false;
+  port_stream_ = -1;
+  port_used_ = false;
+  share_pending_ = false;
+}
+
+void SendComm::DuplexPoll(uint64_t now) {
+  TxLink& l = links_[0];
+  if (offer_.load(std::memory_order_acquire)) {  // the reactor's end: a receive comm got our peer's kShare
+    offer_.store(false, std::memory_order_relaxed);
+    std::shared_ptr<DuplexPort> p = DuplexRegistry::Get().TakeOffer(conn_id_);
+    if (p && !port_ && l.link && core_.usable(0)) {
+      port_ = std::move(p);
+      port_owner_ = false;
+      port_stream_ = static_cast<int>(l.tx.size());
+      l.tx.emplace_back();
+      RR_INFO(log::kFlagNet, "conn %016lx: link 0 also writes on conn %016lx's socket (RERAIL_TCP_DUPLEX)",
+              static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(port_->owner_conn));
+    }
+  }
+  if (port_) {
+    bool dead;
+    {
+      std::lock_guard<std::mutex> lk(port_->mu);
+      dead = port_->link == nullptr;
+    }
+    if (dead && !port_owner_) {
+      const bool used = port_used_ || (port_stream_ < static_cast<int>(l.tx.size()) && l.tx[port_stream_].busy);
+      char why[80];
+      std::snprintf(why, sizeof(why), "the shared socket of conn %016lx closed", static_cast<unsigned long>(port_->owner_conn));
+      if (port_stream_ < static_cast<int>(l.tx.size())) l.tx.erase(l.tx.begin() + port_stream_);
+      DropPort();
+      if (used) {  // frames written there may be lost with it: the core re-sends link 0's
+        core_.OnLinkError(now, 0, why, false);
+        Commands(now);
+      }
+    }
+    return;
+  }
+  if (now < duplex_next_ns_ || !l.link || !core_.usable(0) || core_.state() != ConnState::kActive) return;
+  duplex_next_ns_ = now + kDuplexRetryNs;
+  // The initiator's end: a receive comm from the process this comm sends to, on the same rail, whose
+  // connection id is larger, adopts this comm's link 0 stream 0 as its reader.
+  const uint32_t peer = InstanceOfNonce(nonce_);
+  auto p = std::make_shared<DuplexPort>();
+  p->link = l.link.get();
+  p->owner_conn = conn_id_;
+  const bool adopted = DuplexRegistry::Get().ForEachRecv([&](const DuplexRegistry::RecvInfo& r) {
+    if (InstanceOfConn(r.conn) != peer || r.conn <= conn_id_) return false;
+    p->guest_conn = r.conn;
+    p->leftover.assign(l.in.data() + l.in_pos, l.in.data() + l.in_end);  // a partial frame at most
+    return r.comm->TryAdopt(p, l.plan.local_dev);
+  });
+  if (!adopted) return;
+  l.in_pos = l.in_end = 0;
+  port_ = std::move(p);
+  port_owner_ = true;
+  share_pending_ = true;
+  RR_INFO(log::kFlagNet, "conn %016lx: link 0's socket also carries conn %016lx (RERAIL_TCP_DUPLEX)",
+          static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(port_->guest_conn));
+}
+
+void SendComm::ReadMailbox(uint64_t now) {
+  std::deque<Frame> got;
+  std::string failed;
+  bool eof = false;
+  for (int round = 0; round < 2; ++round) {
+    {
+      std::lock_guard<std::mutex> lk(port_->mu);
+      got.swap(port_->mailbox);
+      failed = port_->failed;
+      eof = port_->failed_eof;
+    }
+    if (!got.empty() || !failed.empty() || round == 1 || !core_.SendWaits()) break;
+    // Nothing came and a send waits for an ack: drive the reader, which NCCL may not be driving.
+    DuplexRegistry::Get().WithRecv(port_->guest_conn, [](RecvComm* r) { r->TryPump(); });
+  }
+  for (const Frame& f : got) {
+    if (!links_[0].link || !port_) return;  // a frame before failed link 0: the rest belong to the old socket
+    core_.OnControl(now, 0, f);
+    Commands(now);
+  }
+  if (!failed.empty() && port_) {
+    core_.OnLinkError(now, 0, failed, eof);
+    Commands(now);
+  }
 }
 
 void Comm::ListIdle() {
@@ -158,6 +266,7 @@ void SendComm::Commands(uint64_t now) {
           break;
         }
       }
+      if (c.link == 0) DropPort();
       l.link.reset();
       l.connector.reset();
       l.tx.clear();
@@ -173,6 +282,7 @@ void SendComm::Commands(uint64_t now) {
     id.nstreams = cfg_.streams;
     id.epoch = c.epoch;
     id.grouped = cfg_.max_recvs > 1;
+    if (c.link == 0) DropPort();
     l.link.reset();
     l.tx.clear();
     Status st = cfg_.transport->Connect(l.plan.local_dev, l.plan.remote, id, &l.connector);
@@ -234,10 +344,20 @@ Status SendComm::Isend(const void* data, size_t size, int tag, void* phandle, Re
 
 void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
   TxLink& l = links_[idx];
+  const bool shared = idx == 0 && i == port_stream_;  // the borrowed stream: written through the port
   for (;;) {
     TxStream& s = l.tx[i];
+    if (!s.busy && idx == 0 && i == 0 && share_pending_) {  // the initiator's kShare, before any core frame
+      share_pending_ = false;
+      s.f = TxFrame{};
+      s.f.hdr = Frame{FrameMagic(FrameType::kShare), 0, static_cast<uint32_t>(conn_id_), 0, port_->guest_conn, 0, 0};
+      s.busy = s.inlined = s.driver = true;
+      s.done = 0;
+      std::memcpy(s.small.data(), &s.f.hdr, sizeof(Frame));
+    }
     if (!s.busy) {
       if (!core_.NextTx(now, idx, &s.f)) return;
+      s.driver = false;
       if (stager_) {   // GPU buffer or RERAIL_FORCE_STAGING: the frame leaves from a host slot
         s.f.payload = stager_->Pack(idx * 256 + i, s.f.payload, s.f.hdr.len);
         if (!stager_->error().ok()) {
@@ -259,21 +379,27 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
                               : FrameIov(s.f, s.done, iov);
     size_t n = 0;
     int err = 0;
-    IoState st = l.link->Writev(i, iov, cnt, &n, &err);
+    IoState st = shared ? port_->Write(1, iov, cnt, sizeof(Frame) + len - s.done, &n, &err)
+                        : l.link->Writev(i, iov, cnt, &n, &err);
     if (st == IoState::kAgain) return;
     if (st != IoState::kOk) {
-      core_.OnLinkError(now, idx, std::string("send failed: ") + (st == IoState::kClosed ? "closed" : strerror(err)),
-                        err == ECONNRESET || err == EPIPE);
+      // A borrowed socket's failure is link 0's too (what went out there is re-sent); never the
+      // peer closing this connection.
+      core_.OnLinkError(now, idx, std::string(shared ? "shared socket: " : "") + "send failed: " +
+                                      (st == IoState::kClosed ? "closed" : strerror(err)),
+                        !shared && (err == ECONNRESET || err == EPIPE));
       Commands(now);
       return;
     }
     *progressed = true;
     pass_bytes_ += n;
-    core_.OnWritten(idx, n);
+    if (shared) port_used_ = true;
+    if (!s.driver) core_.OnWritten(idx, n);
     if (cfg_.board) cfg_.board->AddBytes(l.plan.local_dev, n, 0, now);
     s.done += n;
     if (s.done < sizeof(Frame) + len) return;  // socket buffer full
     s.busy = false;
+    if (s.driver) continue;
     core_.OnTxDone(now, idx, s.f.hdr);
   }
 }
@@ -281,6 +407,7 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
 // Reads the receiver's control frames (acks, heartbeats, notices): up to 16 per recv; a read that
 // gets less than it asked for drains the socket, so no EAGAIN read follows it.
 void SendComm::ReadControl(int idx, uint64_t now) {
+  if (idx == 0 && port_owner_) return ReadMailbox(now);  // the partner receive comm reads the socket
   TxLink& l = links_[idx];
   bool drained = false;
   while (l.link) {
@@ -329,6 +456,10 @@ void SendComm::Sample(uint64_t now) {
     s.valid = link != nullptr && core_.usable(static_cast<int>(i));
     s.streams = s.valid ? std::min(link->streams(), kMaxStreams) : 0;
     for (int k = 0; k < s.streams && s.valid; ++k) s.valid = link->Sample(k, &s.s[k]);
+    if (i == 0 && s.valid && port_stream_ >= 0 && s.streams < kMaxStreams) {  // the borrowed socket's bytes in flight
+      std::lock_guard<std::mutex> lk(port_->mu);
+      if (port_->link != nullptr && port_->link->Sample(0, &s.s[s.streams])) ++s.streams;
+    }
   }
   core_.OnSamples(now, samples_);
   Commands(now);
@@ -337,12 +468,19 @@ void SendComm::Sample(uint64_t now) {
 Status SendComm::Progress(uint64_t now) {
   if (core_.state() != ConnState::kActive) return StatusOf(core_);  // Ok when the peer closed in order
   PollRails(now);
+  if (cfg_.duplex) DuplexPoll(now);
   pass_bytes_ = 0;
   for (int pass = 0; pass < 64; ++pass) {
     bool progressed = false;
     for (size_t k = 0; k < links_.size(); ++k) {
       TxLink& l = links_[k];
-      for (int i = 0; l.link && i < static_cast<int>(l.tx.size()); ++i) WriteStream(static_cast<int>(k), i, now, &progressed);
+      // A borrowed stream (the last of link 0) is offered the next frame first: small messages take
+      // the connection their replies come on.
+      const int first = k == 0 ? port_stream_ : -1;
+      for (int j = 0; l.link && j < static_cast<int>(l.tx.size()); ++j) {
+        const int i = first < 0 ? j : (j == 0 ? first : j - 1);
+        WriteStream(static_cast<int>(k), i, now, &progressed);
+      }
     }
     if (!progressed || !core_.HasTx()) break;  // a second pass is for streams that stopped on a full socket
   }

@@ -76,6 +76,11 @@ enum class FrameType : uint8_t {
                    // capacity, total = PostedInfo(tag, n, k) (the element is the k-th of a group of n
                    // whose first element has seq - k). Sent on every live link at irecv and again on
                    // every link that comes up while the receive is pending; duplicates are harmless.
+  kShare = 6,      // RERAIL_TCP_DUPLEX (duplex.h), sender -> receiver on stream 0 of link 0, written by the
+                   // send comm's driver (never the core's): seq = the id of a connection from the
+                   // receiver's process to the sender's, whose sender may now write its link-0 frames
+                   // on this socket too (the sender's process reads them). A receiver that does not
+                   // share ignores it.
 };
 
 // kPosted's `total`: tag (NCCL's int, as 32 bits) | n << 32 | k << 40.

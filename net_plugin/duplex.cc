@@ -1,0 +1,140 @@
+// One TCP connection both ways between two processes (duplex.h).
+#include "duplex.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rr::net {
+
+namespace {
+struct Ids {
+  uint32_t instance = 0;
+  std::atomic<uint32_t> next{0};  // low 32 bits of the next connection id
+  bool ok = false;
+};
+Ids& TheIds() {
+  static Ids* ids = [] {
+    auto* i = new Ids;  // never freed: connection ids stay distinct across plugin reloads
+    uint64_t r = 0;
+    while (RandomU64(&r).ok() && static_cast<uint32_t>(r >> 32) == 0) {
+    }
+    i->ok = static_cast<uint32_t>(r >> 32) != 0;
+    i->instance = static_cast<uint32_t>(r >> 32);
+    i->next.store(static_cast<uint32_t>(r));
+    return i;
+  }();
+  return *ids;
+}
+}  // namespace
+
+uint32_t ProcessInstance() { return TheIds().instance; }
+
+Status NewConnId(uint64_t* id) {
+  Ids& ids = TheIds();
+  if (!ids.ok) return RandomU64(id);  // the kernel gave no randomness: its error (or a random id)
+  *id = static_cast<uint64_t>(ids.instance) << 32 | ids.next.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+void StampNonce(Nonce* n) {
+  const uint32_t inst = ProcessInstance();
+  std::memcpy(n->data(), &inst, sizeof(inst));
+}
+
+uint32_t InstanceOfNonce(const Nonce& n) {
+  uint32_t inst;
+  std::memcpy(&inst, n.data(), sizeof(inst));
+  return inst;
+}
+
+IoState DuplexPort::Write(int who, const iovec* iov, int iovcnt, size_t frame_left, size_t* n, int* err) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (link == nullptr) {
+    *err = ECONNRESET;
+    return IoState::kError;
+  }
+  if (writer != 0 && writer != who) return IoState::kAgain;
+  IoState st = link->Writev(0, iov, iovcnt, n, err);
+  if (st == IoState::kOk) writer = *n < frame_left ? who : 0;
+  return st;
+}
+
+void DuplexPort::Kill() {
+  std::lock_guard<std::mutex> lk(mu);
+  link = nullptr;
+}
+
+DuplexRegistry& DuplexRegistry::Get() {
+  static DuplexRegistry* r = new DuplexRegistry;  // never freed: comms may outlive static destruction order
+  return *r;
+}
+
+void DuplexRegistry::AddRecv(RecvComm* c, uint64_t conn) {
+  std::lock_guard<std::mutex> lk(comms_mu_);
+  recvs_.push_back({c, conn});
+}
+
+void DuplexRegistry::RemoveRecv(RecvComm* c) {
+  std::lock_guard<std::mutex> lk(comms_mu_);
+  recvs_.erase(std::remove_if(recvs_.begin(), recvs_.end(), [c](const RecvInfo& r) { return r.comm == c; }),
+               recvs_.end());
+}
+
+void DuplexRegistry::AddSend(SendComm* c, uint64_t conn, uint32_t peer, std::atomic<bool>* offer_flag) {
+  std::lock_guard<std::mutex> lk(offers_mu_);
+  sends_.push_back({c, conn, peer, offer_flag});
+}
+
+void DuplexRegistry::RemoveSend(SendComm* c) {
+  std::lock_guard<std::mutex> lk(offers_mu_);
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (it->comm == c) {
+      offers_.erase(it->conn);
+      it = sends_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool DuplexRegistry::ForEachRecv(const std::function<bool(const RecvInfo&)>& fn) {
+  std::lock_guard<std::mutex> lk(comms_mu_);
+  for (const RecvInfo& r : recvs_) {
+    if (fn(r)) return true;
+  }
+  return false;
+}
+
+bool DuplexRegistry::WithRecv(uint64_t conn, const std::function<void(RecvComm*)>& fn) {
+  std::lock_guard<std::mutex> lk(comms_mu_);
+  for (const RecvInfo& r : recvs_) {
+    if (r.conn == conn) {
+      fn(r.comm);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool DuplexRegistry::Offer(uint64_t send_conn, uint32_t peer, std::shared_ptr<DuplexPort> port) {
+  std::lock_guard<std::mutex> lk(offers_mu_);
+  for (SendInfo& s : sends_) {
+    if (s.conn == send_conn && s.peer == peer) {
+      offers_[send_conn] = std::move(port);
+      s.flag->store(true, std::memory_order_release);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::shared_ptr<DuplexPort> DuplexRegistry::TakeOffer(uint64_t send_conn) {
+  std::lock_guard<std::mutex> lk(offers_mu_);
+  auto it = offers_.find(send_conn);
+  if (it == offers_.end()) return nullptr;
+  auto p = std::move(it->second);
+  offers_.erase(it);
+  return p;
+}
+
+}  // namespace rr::net

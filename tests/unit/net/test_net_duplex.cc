@@ -1,0 +1,252 @@
+// RERAIL_TCP_DUPLEX (net_plugin/duplex.h) through the .so's exported tables, in one process: two
+// connections in opposite directions (X and Y) between the process and itself pair up, so one of the
+// process' roles is the initiator's (a send comm's socket read by a receive comm) and the other the
+// reactor's (a receive comm's socket written by a send comm too). One thread drives all four comms,
+// as NCCL's proxy thread does.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "net_loader.h"
+#include "rerail/clock.h"
+
+namespace {
+
+using rr::netdrv::NetPlugin;
+
+std::mutex g_log_mu;
+std::vector<std::string> g_infos, g_warns;
+
+void Logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  std::lock_guard<std::mutex> lk(g_log_mu);
+  if (level == 2) g_warns.push_back(buf);
+  if (level == 3) g_infos.push_back(buf);
+}
+
+int CountInfos(const std::string& what) {
+  std::lock_guard<std::mutex> lk(g_log_mu);
+  return static_cast<int>(std::count_if(g_infos.begin(), g_infos.end(),
+                                        [&](const std::string& l) { return l.find(what) != std::string::npos; }));
+}
+
+std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * 131 + seed * 7 + (i >> 12)) & 0xff);
+  return v;
+}
+
+// One direction's pair of comms.
+struct Dir {
+  void* send = nullptr;
+  void* recv = nullptr;
+};
+
+class Duplex : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("RERAIL_TCP_IFNAME", "lo", 1);
+    setenv("RERAIL_TCP_DUPLEX", "1", 1);
+    setenv("NCCL_DEBUG", "INFO", 1);
+    std::string err;
+    plugin_ = NetPlugin::Open(RERAIL_NET_SO, &err).release();
+    ASSERT_NE(plugin_, nullptr) << err;
+    ASSERT_EQ(plugin_->Init(&ctx_, 1, Logger, nullptr), rrNcclSuccess);
+  }
+  static void TearDownTestSuite() {
+    if (plugin_ != nullptr) EXPECT_EQ(plugin_->Finalize(ctx_), rrNcclSuccess);
+    delete plugin_;
+    plugin_ = nullptr;
+  }
+
+  void Connect(Dir* d) {
+    char handle[128] = {0};
+    void* listen = nullptr;
+    ASSERT_EQ(plugin_->Listen(ctx_, 0, handle, &listen), rrNcclSuccess);
+    rr::Deadline dl = rr::Deadline::AfterMs(10000);
+    while ((d->send == nullptr || d->recv == nullptr) && !dl.Expired()) {
+      if (d->send == nullptr) ASSERT_EQ(plugin_->Connect(ctx_, 0, handle, &d->send), rrNcclSuccess);
+      if (d->recv == nullptr) ASSERT_EQ(plugin_->Accept(listen, &d->recv), rrNcclSuccess);
+    }
+    ASSERT_NE(d->send, nullptr);
+    ASSERT_NE(d->recv, nullptr);
+    ASSERT_EQ(plugin_->CloseListen(listen), rrNcclSuccess);
+  }
+  void* Send(void* comm, void* data, size_t size) {
+    void* req = nullptr;
+    rr::Deadline dl = rr::Deadline::AfterMs(10000);
+    while (req == nullptr && !dl.Expired()) EXPECT_EQ(plugin_->Isend(comm, data, size, 0, nullptr, nullptr, &req), rrNcclSuccess);
+    return req;
+  }
+  void* Recv(void* comm, void* data, size_t cap) {
+    void* req = nullptr;
+    size_t sizes[1] = {cap};
+    int tags[1] = {0};
+    void* mh[1] = {nullptr};
+    rr::Deadline dl = rr::Deadline::AfterMs(10000);
+    while (req == nullptr && !dl.Expired()) {
+      if (plugin_->Irecv(comm, 1, &data, sizes, tags, mh, nullptr, &req) != rrNcclSuccess) return nullptr;
+    }
+    return req;
+  }
+  // Tests every pending request round-robin until all are done (one thread drives every comm).
+  void WaitAll(std::vector<void*> reqs, std::vector<int>* sizes = nullptr) {
+    std::vector<int> done(reqs.size(), 0);
+    if (sizes != nullptr) sizes->assign(reqs.size(), -1);
+    rr::Deadline dl = rr::Deadline::AfterMs(30000);
+    size_t left = reqs.size();
+    while (left > 0 && !dl.Expired()) {
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        if (done[i]) continue;
+        int sz = -1;
+        ASSERT_EQ(plugin_->Test(reqs[i], &done[i], &sz), rrNcclSuccess) << "request " << i;
+        if (done[i]) {
+          --left;
+          if (sizes != nullptr) (*sizes)[i] = sz;
+        }
+      }
+    }
+    ASSERT_EQ(left, 0u) << "requests did not complete";
+  }
+  // n rounds: a message on X, then its answer on Y, each checked byte for byte.
+  void PingPong(const Dir& x, const Dir& y, int n, uint32_t seed) {
+    const size_t sizes[] = {8, 0, 1000, 40000, 200000};
+    for (int m = 0; m < n; ++m) {
+      const size_t size = sizes[m % 5];
+      auto ping = Pattern(size, seed + m), pong = Pattern(size, seed + m + 1000000);
+      std::vector<uint8_t> got_ping(size + 16, 0xee), got_pong(size + 16, 0xee);
+      void* r1 = Recv(x.recv, got_ping.data(), got_ping.size());
+      void* s1 = Send(x.send, ping.data(), size);
+      ASSERT_NE(r1, nullptr);
+      ASSERT_NE(s1, nullptr);
+      WaitAll({r1, s1});
+      ASSERT_TRUE(std::equal(ping.begin(), ping.end(), got_ping.begin())) << "ping " << m;
+      void* r2 = Recv(y.recv, got_pong.data(), got_pong.size());
+      void* s2 = Send(y.send, pong.data(), size);
+      ASSERT_NE(r2, nullptr);
+      ASSERT_NE(s2, nullptr);
+      WaitAll({r2, s2});
+      ASSERT_TRUE(std::equal(pong.begin(), pong.end(), got_pong.begin())) << "pong " << m;
+    }
+  }
+  // k messages in flight each way at once, checked.
+  void Bulk(const Dir& x, const Dir& y, int k, size_t size, uint32_t seed) {
+    std::vector<std::vector<uint8_t>> src, dst;
+    std::vector<void*> reqs;
+    for (int i = 0; i < 2 * k; ++i) {
+      src.push_back(Pattern(size + i, seed + i));
+      dst.emplace_back(size + i, 0);
+    }
+    for (int i = 0; i < k; ++i) {
+      reqs.push_back(Recv(x.recv, dst[i].data(), dst[i].size()));
+      reqs.push_back(Recv(y.recv, dst[k + i].data(), dst[k + i].size()));
+    }
+    for (int i = 0; i < k; ++i) {
+      reqs.push_back(Send(x.send, src[i].data(), src[i].size()));
+      reqs.push_back(Send(y.send, src[k + i].data(), src[k + i].size()));
+    }
+    for (void* r : reqs) ASSERT_NE(r, nullptr);
+    WaitAll(reqs);
+    for (int i = 0; i < 2 * k; ++i) ASSERT_EQ(src[i], dst[i]) << "message " << i;
+  }
+  // Pairing takes a send comm's next look (every 10 ms) and the peer's kShare: a ping-pong until both
+  // ends said so.
+  void Pair(const Dir& x, const Dir& y) {
+    const int reads = CountInfos("also reads conn"), writes = CountInfos("also writes on conn");
+    rr::Deadline dl = rr::Deadline::AfterMs(5000);
+    while ((CountInfos("also reads conn") == reads || CountInfos("also writes on conn") == writes) && !dl.Expired()) {
+      PingPong(x, y, 5, 1);
+    }
+    ASSERT_EQ(CountInfos("also reads conn"), reads + 1) << "no receive comm adopted a send comm's socket";
+    ASSERT_EQ(CountInfos("also writes on conn"), writes + 1) << "no send comm borrowed a receive comm's socket";
+  }
+
+  static NetPlugin* plugin_;
+  static void* ctx_;
+};
+NetPlugin* Duplex::plugin_ = nullptr;
+void* Duplex::ctx_ = nullptr;
+
+TEST_F(Duplex, OppositeConnectionsShareOneSocketAndDeliverEveryByte) {
+  Dir x, y;
+  Connect(&x);
+  Connect(&y);
+  Pair(x, y);
+  PingPong(x, y, 200, 7);
+  PingPong(y, x, 200, 9);
+  Bulk(x, y, 8, 1 << 20, 11);
+  Bulk(x, y, 8, 3000, 13);
+  PingPong(x, y, 50, 15);
+  {
+    std::lock_guard<std::mutex> lk(g_log_mu);
+    EXPECT_TRUE(g_warns.empty()) << g_warns.front();
+  }
+  EXPECT_EQ(plugin_->CloseSend(x.send), rrNcclSuccess);
+  EXPECT_EQ(plugin_->CloseRecv(x.recv), rrNcclSuccess);
+  EXPECT_EQ(plugin_->CloseSend(y.send), rrNcclSuccess);
+  EXPECT_EQ(plugin_->CloseRecv(y.recv), rrNcclSuccess);
+}
+
+// Closing one comm of a pair while the other connection has messages in flight over the shared
+// socket: the other connection loses nothing (at worst it fails over link 0) and nothing hangs.
+class DuplexClose : public Duplex, public ::testing::WithParamInterface<int> {};
+
+TEST_P(DuplexClose, TheOtherConnectionLosesNothing) {
+  Dir a, b;
+  Connect(&a);
+  Connect(&b);
+  Pair(a, b);
+  // Which comm closes: 0 = a's send, 1 = a's recv, 2 = b's send, 3 = b's recv; the other connection
+  // keeps carrying 8 messages of each size class in flight while it goes.
+  const int which = GetParam();
+  Dir& gone = which < 2 ? a : b;
+  Dir& kept = which < 2 ? b : a;
+  std::vector<std::vector<uint8_t>> src, dst;
+  std::vector<void*> reqs;
+  for (int i = 0; i < 8; ++i) {
+    src.push_back(Pattern(i % 2 ? 8 : 300000, 100 + i));
+    dst.emplace_back(src.back().size(), 0);
+  }
+  for (int i = 0; i < 8; ++i) reqs.push_back(Recv(kept.recv, dst[i].data(), dst[i].size()));
+  for (int i = 0; i < 8; ++i) reqs.push_back(Send(kept.send, src[i].data(), src[i].size()));
+  for (void* r : reqs) ASSERT_NE(r, nullptr);
+  if (which % 2 == 0) {
+    EXPECT_EQ(plugin_->CloseSend(gone.send), rrNcclSuccess);
+  } else {
+    EXPECT_EQ(plugin_->CloseRecv(gone.recv), rrNcclSuccess);
+  }
+  WaitAll(reqs);
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(src[i], dst[i]) << "message " << i;
+  {
+    std::lock_guard<std::mutex> lk(g_log_mu);
+    for (const std::string& w : g_warns) printf("WARN %s\n", w.c_str());  // the failover it cost, for the log
+    g_warns.clear();
+  }
+  // The kept connection goes on working (over its own socket once the shared one is gone).
+  Bulk(kept, kept, 4, 100000, 200);
+  if (which % 2 == 0) {
+    EXPECT_EQ(plugin_->CloseRecv(gone.recv), rrNcclSuccess);
+  } else {
+    EXPECT_EQ(plugin_->CloseSend(gone.send), rrNcclSuccess);
+  }
+  EXPECT_EQ(plugin_->CloseSend(kept.send), rrNcclSuccess);
+  EXPECT_EQ(plugin_->CloseRecv(kept.recv), rrNcclSuccess);
+}
+
+std::string CloseName(const ::testing::TestParamInfo<int>& i) {
+  static const char* const kNames[] = {"FirstSendClosed", "FirstRecvClosed", "SecondSendClosed", "SecondRecvClosed"};
+  return kNames[i.param];
+}
+INSTANTIATE_TEST_SUITE_P(EachComm, DuplexClose, ::testing::Values(0, 1, 2, 3), CloseName);
+
+}  // namespace
