@@ -307,6 +307,8 @@ class SendComm final : public Comm, private CoreObserver {
   bool port_used_ = false;            // borrowed: a frame went out there (losing it needs a failover)
   bool share_pending_ = false;        // initiator: the kShare frame is still to be written
   uint64_t duplex_next_ns_ = 0;       // when the initiator looks for a partner next
+  uint64_t duplex_wait_ns_ = 0;       // ... after this long (doubles while none is found, to kDuplexMaxWaitNs)
+  bool closing_ = false;              // the destructor runs: no new pairing
   std::atomic<bool> offer_{false};    // the registry holds a port offered to this comm
 };
 

@@ -78,7 +78,7 @@ struct DuplexPort {
   bool failed_eof = false;        // ... by an orderly close of the peer
   // Reactor's end: a frame half written by 1 = the borrowing send comm, 2 = the owning receive comm.
   int writer = 0;
-  bool poisoned = false;  // the borrower let go of it mid-frame: the owner must fail the socket
+  std::atomic<bool> poisoned{false};  // the borrower let go of it mid-frame: the owner must fail the socket
   // Writes a frame's bytes for `who` unless the other holds the socket mid-frame (kAgain). frame_left:
   // bytes of the frame not written before this call. Takes mu.
   IoState Write(int who, const iovec* iov, int iovcnt, size_t frame_left, size_t* n, int* err);

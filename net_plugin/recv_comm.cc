@@ -476,7 +476,7 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
   const bool read_cold = now >= cold_read_ns_;
   if (read_cold) cold_read_ns_ = now + kColdReadNs;
   for (size_t k = 0; k < links_.size() && core_.state() == ConnState::kActive; ++k) {
-    if (links_[k].port_owner && links_[k].port->poisoned) {  // a frame cut off on the shared socket
+    if (links_[k].port_owner && links_[k].port->poisoned.load()) {  // a frame cut off on the shared socket
       core_.OnLinkError(now, static_cast<int>(k), "a send comm left the shared socket mid-frame", false);
       Sync();
       continue;

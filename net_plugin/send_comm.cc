@@ -111,6 +111,7 @@ SendComm::SendComm(const ConnConfig& cfg, const Nonce& nonce, uint64_t conn_id, 
 }
 
 SendComm::~SendComm() {
+  closing_ = true;
   IdleSends::Get().Remove(this);
   LingerUntilAcked(core_, [this] { return Progress(); });
   if (cfg_.duplex) DuplexRegistry::Get().RemoveSend(this);
@@ -118,7 +119,10 @@ SendComm::~SendComm() {
 }
 
 namespace {
-constexpr uint64_t kDuplexRetryNs = 10'000'000;  // how often an unpaired send comm looks for a partner
+// An unpaired send comm looks for a partner after 10 ms, then at doubling intervals up to 640 ms (a
+// ring of more than two processes has none).
+constexpr uint64_t kDuplexMinWaitNs = 10'000'000;
+constexpr uint64_t kDuplexMaxWaitNs = 640'000'000;
 }  // namespace
 
 void SendComm::DropPort() {
@@ -128,7 +132,7 @@ void SendComm::DropPort() {
     if (port_owner_) {
       port_->link = nullptr;  // the adopter detaches at its next read
     } else if (port_->writer == 1) {
-      port_->poisoned = true;  // a frame cut off there: the owner fails the socket
+      port_->poisoned.store(true);  // a frame cut off there: the owner fails the socket
       port_->writer = 0;
     }
   }
@@ -137,6 +141,7 @@ void SendComm::DropPort() {
   port_stream_ = -1;
   port_used_ = false;
   share_pending_ = false;
+  duplex_wait_ns_ = 0;  // link 0's next socket may pair again soon
 }
 
 void SendComm::DuplexPoll(uint64_t now) {
@@ -172,16 +177,20 @@ void SendComm::DuplexPoll(uint64_t now) {
     }
     return;
   }
-  if (now < duplex_next_ns_ || !l.link || !core_.usable(0) || core_.state() != ConnState::kActive) return;
-  duplex_next_ns_ = now + kDuplexRetryNs;
+  if (closing_ || now < duplex_next_ns_ || !l.link || !core_.usable(0) || core_.state() != ConnState::kActive) return;
+  duplex_wait_ns_ = duplex_wait_ns_ == 0 ? kDuplexMinWaitNs : std::min(2 * duplex_wait_ns_, kDuplexMaxWaitNs);
+  duplex_next_ns_ = now + duplex_wait_ns_;
   // The initiator's end: a receive comm from the process this comm sends to, on the same rail, whose
   // connection id is larger, adopts this comm's link 0 stream 0 as its reader.
   const uint32_t peer = InstanceOfNonce(nonce_);
-  auto p = std::make_shared<DuplexPort>();
-  p->link = l.link.get();
-  p->owner_conn = conn_id_;
+  std::shared_ptr<DuplexPort> p;
   const bool adopted = DuplexRegistry::Get().ForEachRecv([&](const DuplexRegistry::RecvInfo& r) {
     if (InstanceOfConn(r.conn) != peer || r.conn <= conn_id_) return false;
+    if (!p) {
+      p = std::make_shared<DuplexPort>();
+      p->link = l.link.get();
+      p->owner_conn = conn_id_;
+    }
     p->guest_conn = r.conn;
     p->leftover.assign(l.in.data() + l.in_pos, l.in.data() + l.in_end);  // a partial frame at most
     return r.comm->TryAdopt(p, l.plan.local_dev);

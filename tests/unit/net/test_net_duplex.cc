@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "net_loader.h"
@@ -195,6 +196,48 @@ TEST_F(Duplex, OppositeConnectionsShareOneSocketAndDeliverEveryByte) {
   EXPECT_EQ(plugin_->CloseRecv(x.recv), rrNcclSuccess);
   EXPECT_EQ(plugin_->CloseSend(y.send), rrNcclSuccess);
   EXPECT_EQ(plugin_->CloseRecv(y.recv), rrNcclSuccess);
+}
+
+// Each end driven by its own thread, as two processes' proxy threads would: one thread holds X's send
+// comm and Y's receive comm (the initiator's end), the other X's receive comm and Y's send comm (the
+// reactor's end), so the shared socket's reader, writers and mailbox are used concurrently (run
+// under TSan in build-tsan).
+TEST_F(Duplex, TwoThreadsAsTwoProcessesLoseNothing) {
+  Dir x, y;
+  Connect(&x);
+  Connect(&y);
+  Pair(x, y);
+  constexpr int kRounds = 2000;
+  const size_t sizes[] = {8, 64, 5000, 70000};
+  auto drive = [&](void* send, void* recv, bool first, uint32_t seed, int* bad) {
+    for (int m = 0; m < kRounds; ++m) {
+      const size_t size = sizes[m % 4];
+      auto out = Pattern(size, seed + m);
+      std::vector<uint8_t> in(size, 0);
+      void* r = Recv(recv, in.data(), in.size());
+      std::vector<void*> reqs{r};
+      if (first) reqs.push_back(Send(send, out.data(), size));
+      if (r == nullptr || reqs.back() == nullptr) return void(++*bad);
+      WaitAll(reqs);
+      if (!first) {
+        void* s = Send(send, out.data(), size);
+        if (s == nullptr) return void(++*bad);
+        WaitAll({s});
+      }
+      if (in != Pattern(size, (seed ^ 1) + m)) ++*bad;
+    }
+  };
+  int bad_a = 0, bad_b = 0;
+  std::thread a([&] { drive(x.send, y.recv, true, 2, &bad_a); });
+  std::thread b([&] { drive(y.send, x.recv, false, 3, &bad_b); });
+  a.join();
+  b.join();
+  EXPECT_EQ(bad_a, 0) << "messages lost or wrong at the initiator's end";
+  EXPECT_EQ(bad_b, 0) << "messages lost or wrong at the reactor's end";
+  EXPECT_EQ(plugin_->CloseSend(x.send), rrNcclSuccess);
+  EXPECT_EQ(plugin_->CloseRecv(y.recv), rrNcclSuccess);
+  EXPECT_EQ(plugin_->CloseSend(y.send), rrNcclSuccess);
+  EXPECT_EQ(plugin_->CloseRecv(x.recv), rrNcclSuccess);
 }
 
 // Closing one comm of a pair while the other connection has messages in flight over the shared
