@@ -283,8 +283,10 @@ class SendComm final : public Comm, private CoreObserver {
   void DuplexPoll(uint64_t now);
   // Control frames of link 0 from the port's mailbox (the initiator: the partner reads the socket).
   void ReadMailbox(uint64_t now);
-  // Link 0's transport is reset or closed: the port goes too.
+  // The port goes (link 0's transport reset or closed, a handback, the comm closed).
   void DropPort();
+  // Link 0's socket is replaced: its sharing state goes with it.
+  void ResetLink0Sharing();
   // CoreObserver: board, profiler.
   void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
                   bool was_probing) override;
@@ -304,11 +306,17 @@ class SendComm final : public Comm, private CoreObserver {
   std::shared_ptr<DuplexPort> port_;  // the shared socket of link 0, if any
   bool port_owner_ = false;           // it is this comm's link 0 stream 0 (initiator); else borrowed
   int port_stream_ = -1;              // borrowed: its TxStream on link 0 (after the link's own)
-  bool port_used_ = false;            // borrowed: a frame went out there (losing it needs a failover)
+  uint64_t port_seq_ = 0;             // borrowed: 1 + the highest message seq with a chunk written there
+                                      // (losing the socket before the ack covers it needs a failover)
   bool share_pending_ = false;        // initiator: the kShare frame is still to be written
   uint64_t duplex_next_ns_ = 0;       // when the initiator looks for a partner next
   uint64_t duplex_wait_ns_ = 0;       // ... after this long (doubles while none is found, to kDuplexMaxWaitNs)
   bool closing_ = false;              // the destructor runs: no new pairing
+  // After a handback (duplex.h) link 0 stream 0 is read here again: the adopter's unread bytes come
+  // first, `own_skip_` bytes of the ended connection's payload are dropped, and so are its frames.
+  std::vector<uint8_t> own_leftover_;
+  size_t own_skip_ = 0;
+  bool handed_back_ = false;
   std::atomic<bool> offer_{false};    // the registry holds a port offered to this comm
 };
 
@@ -377,8 +385,9 @@ class RecvComm final : public Comm, private CoreObserver {
   // link 0 (what was cut off is re-sent), else it is only detached.
   void DetachPort(int idx, uint64_t now, const std::string& why, bool tell_owner, bool eof);
   // The link's socket is replaced or dropped: its sharing ends (an owner's port dies; an adopted one
-  // fails its owner's link 0, whose control frames nobody would read any more).
-  void ReleasePort(RxLink& l);
+  // fails its owner's link 0, whose control frames nobody would read any more, unless `handback`: this
+  // connection ended in order, and the owner reads its socket again).
+  void ReleasePort(RxLink& l, bool handback = false);
   void OnShare(int idx, int i, const Frame& hdr);
   // Writes control bytes on stream 0 of a link, through its port when it is a shared socket.
   IoState WriteControl(RxLink& l, const iovec* iov, size_t frame_left, size_t* n, int* err);

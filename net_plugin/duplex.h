@@ -27,9 +27,12 @@
 //
 // Failure: the shared socket is link 0's on both comms that use it. A read error, an EOF or a
 // protocol error there fails the socket's owner's link 0 (the owner learns it through the port) and,
-// mid-frame, the adopter's link 0; a closed owner, a dead port or a write error fails the borrowing
-// send comm's link 0 once it wrote there (the core re-sends). So nothing is lost; closing one comm of a
-// pair can cost the other a failover (logged) until the unsharing handshake of the plan exists.
+// mid-frame, the adopter's link 0; a dead port or a write error fails the borrowing send comm's link 0
+// while it has unacknowledged messages or a frame half written there (the core re-sends). An adopter
+// whose own connection ended in order (closed, or closed by its sender) hands the reading back to the
+// owner instead of failing it. So nothing is lost, and a close with nothing in flight costs no
+// failover; a close while the other connection has frames on the shared socket costs it a logged
+// failover of link 0 (the unsharing handshake of the plan would avoid it).
 //
 // Thread-safety: the registry's comms mutex is held while a send comm drives its partner receive
 // comm (try-lock of the partner's drive mutex: never blocks on it); offers have a mutex of their own;
@@ -76,6 +79,11 @@ struct DuplexPort {
   std::vector<uint8_t> leftover;  // bytes the owner had read ahead when it handed the reading over
   std::string failed;             // the adopter saw the socket fail (the owner fails its link 0)
   bool failed_eof = false;        // ... by an orderly close of the peer
+  // The adopter's connection ended in order (its comm closed, or its sender closed it): the owner reads
+  // the socket again, from `leftover`, first skipping `skip` bytes (the rest of a payload the adopter
+  // was reading), then skipping the ended connection's frames by their length.
+  bool handback = false;
+  size_t skip = 0;
   // Reactor's end: a frame half written by 1 = the borrowing send comm, 2 = the owning receive comm.
   int writer = 0;
   std::atomic<bool> poisoned{false};  // the borrower let go of it mid-frame: the owner must fail the socket

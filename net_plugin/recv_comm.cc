@@ -48,32 +48,27 @@ RecvComm::RecvComm(const ConnConfig& cfg, std::unique_ptr<Listener> listener, st
 RecvComm::~RecvComm() {
   IdleSends::Get().Remove(this);
   if (cfg_.duplex) DuplexRegistry::Get().RemoveRecv(this);  // no send comm calls in after this
-  for (RxLink& l : links_) {
-    if (!l.port) continue;
-    std::lock_guard<std::mutex> lk(l.port->mu);
-    if (l.port_owner) {
-      l.port->link = nullptr;  // the borrowing send comm fails over link 0 if it wrote there
-    } else if (l.port->failed.empty()) {
-      l.port->failed = "the receive comm reading its shared socket closed";  // the owner fails over
+  if (core_.state() == ConnState::kActive) {
+    const uint64_t now = NowNs();
+    core_.FlushHeld(now);
+    // Best effort and silent, so not FlushControl: the sender may be gone already, and a write error
+    // here is no failure of a connection that is being closed (FlushControl would fail it, "closed the
+    // connection with a receive pending": NetFaults.UnpolledPeersCauseNoFalseFailover). A link with a
+    // frame half written takes no other (nor does a shared socket a send comm holds mid-frame).
+    for (size_t idx = 0; idx < links_.size(); ++idx) {
+      RxLink& l = links_[idx];
+      Frame f;
+      while (l.link && !l.out_busy && core_.NextControl(now, static_cast<int>(idx), &f)) {
+        iovec iov{&f, sizeof(Frame)};
+        size_t n = 0;
+        int err = 0;
+        if (WriteControl(l, &iov, sizeof(Frame), &n, &err) != IoState::kOk || n != sizeof(Frame)) break;
+      }
     }
   }
-  if (core_.state() != ConnState::kActive) return;
-  const uint64_t now = NowNs();
-  core_.FlushHeld(now);
-  // Best effort and silent, so not FlushControl: the sender may be gone already, and a write error here
-  // is no failure of a connection that is being closed (FlushControl would fail it, "closed the
-  // connection with a receive pending": NetFaults.UnpolledPeersCauseNoFalseFailover). A link with a
-  // frame half written takes no other.
-  for (size_t idx = 0; idx < links_.size(); ++idx) {
-    RxLink& l = links_[idx];
-    Frame f;
-    while (l.link && !l.out_busy && core_.NextControl(now, static_cast<int>(idx), &f)) {
-      iovec iov{&f, sizeof(Frame)};
-      size_t n = 0;
-      int err = 0;
-      if (WriteControl(l, &iov, sizeof(Frame), &n, &err) != IoState::kOk || n != sizeof(Frame)) break;
-    }
-  }
+  // An owned shared socket dies with this comm (its borrower re-sends what it may have lost); an
+  // adopted one goes back to its owner.
+  for (RxLink& l : links_) ReleasePort(l, true);
 }
 
 void RecvComm::Attach(std::unique_ptr<Link> link, uint64_t now) {
@@ -110,7 +105,7 @@ void RecvComm::Sync() {
         int err = 0;
         (void)WriteControl(l, &iov, sizeof(Frame), &n, &err);
       }
-      ReleasePort(l);
+      ReleasePort(l, core_.state() == ConnState::kPeerClosed);  // ended in order: no failover for the owner
       l.link.reset();
       l.rx.clear();
       l.out_busy = false;
@@ -371,12 +366,19 @@ IoState RecvComm::WriteControl(RxLink& l, const iovec* iov, size_t frame_left, s
   return l.link->Writev(0, iov, 1, n, err);
 }
 
-void RecvComm::ReleasePort(RxLink& l) {
+void RecvComm::ReleasePort(RxLink& l, bool handback) {
   if (!l.port) return;
   {
     std::lock_guard<std::mutex> lk(l.port->mu);
     if (l.port_owner) {
       l.port->link = nullptr;
+    } else if (handback && l.port_stream < static_cast<int>(l.rx.size())) {
+      const RxStream& s = l.rx[l.port_stream];
+      if (!s.buf.empty()) {
+        l.port->leftover.assign(s.buf.begin() + static_cast<long>(s.pos), s.buf.begin() + static_cast<long>(s.end));
+      }
+      l.port->skip = s.phase == Phase::kPayload ? s.remaining : s.have_hdr ? s.hdr.len : 0;
+      l.port->handback = true;
     } else if (l.port->failed.empty()) {
       l.port->failed = "the receive comm reading its shared socket dropped its link 0";
     }
@@ -503,8 +505,9 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
 }
 
 Status RecvComm::Test(Request* r, int* done, int* size) {
-  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
+  std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends or a partner send comm may be driving it
   *done = 0;
+  if (r->state == ReqState::kFree) return Status::Internal("test on a request already reported done");
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "irecv after the connection ended");
   if (r->state != ReqState::kDone) {
     Status st = Progress(true, r->seq);

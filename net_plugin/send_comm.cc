@@ -139,9 +139,16 @@ void SendComm::DropPort() {
   port_.reset();
   port_owner_ = false;
   port_stream_ = -1;
-  port_used_ = false;
+  port_seq_ = 0;
   share_pending_ = false;
   duplex_wait_ns_ = 0;  // link 0's next socket may pair again soon
+}
+
+void SendComm::ResetLink0Sharing() {
+  DropPort();
+  own_leftover_.clear();
+  own_skip_ = 0;
+  handed_back_ = false;
 }
 
 void SendComm::DuplexPoll(uint64_t now) {
@@ -165,19 +172,21 @@ void SendComm::DuplexPoll(uint64_t now) {
       dead = port_->link == nullptr;
     }
     if (dead && !port_owner_) {
-      const bool used = port_used_ || (port_stream_ < static_cast<int>(l.tx.size()) && l.tx[port_stream_].busy);
+      // Chunks written there may be lost with it unless the receiver acknowledged their messages.
+      const bool used = core_.acked() < port_seq_ ||
+                        (port_stream_ < static_cast<int>(l.tx.size()) && l.tx[port_stream_].busy);
       char why[80];
       std::snprintf(why, sizeof(why), "the shared socket of conn %016lx closed", static_cast<unsigned long>(port_->owner_conn));
       if (port_stream_ < static_cast<int>(l.tx.size())) l.tx.erase(l.tx.begin() + port_stream_);
       DropPort();
-      if (used) {  // frames written there may be lost with it: the core re-sends link 0's
+      if (used) {  // the core re-sends link 0's
         core_.OnLinkError(now, 0, why, false);
         Commands(now);
       }
     }
     return;
   }
-  if (closing_ || now < duplex_next_ns_ || !l.link || !core_.usable(0) || core_.state() != ConnState::kActive) return;
+  if (closing_ || handed_back_ || now < duplex_next_ns_ || !l.link || !core_.usable(0) || core_.state() != ConnState::kActive) return;
   duplex_wait_ns_ = duplex_wait_ns_ == 0 ? kDuplexMinWaitNs : std::min(2 * duplex_wait_ns_, kDuplexMaxWaitNs);
   duplex_next_ns_ = now + duplex_wait_ns_;
   // The initiator's end: a receive comm from the process this comm sends to, on the same rail, whose
@@ -207,14 +216,20 @@ void SendComm::DuplexPoll(uint64_t now) {
 void SendComm::ReadMailbox(uint64_t now) {
   std::deque<Frame> got;
   std::string failed;
-  bool eof = false;
+  bool eof = false, handback = false;
   for (int round = 0; round < 2; ++round) {
     {
       std::lock_guard<std::mutex> lk(port_->mu);
       got.swap(port_->mailbox);
       failed = port_->failed;
       eof = port_->failed_eof;
+      handback = port_->handback;
+      if (handback) {
+        own_leftover_ = std::move(port_->leftover);
+        own_skip_ = port_->skip;
+      }
     }
+    if (handback) break;
     if (!got.empty() || !failed.empty() || round == 1 || !core_.SendWaits()) break;
     // Nothing came and a send waits for an ack: drive the reader, which NCCL may not be driving.
     DuplexRegistry::Get().WithRecv(port_->guest_conn, [](RecvComm* r) { r->TryPump(); });
@@ -227,6 +242,12 @@ void SendComm::ReadMailbox(uint64_t now) {
   if (!failed.empty() && port_) {
     core_.OnLinkError(now, 0, failed, eof);
     Commands(now);
+  } else if (handback && port_) {  // the adopter's connection ended in order: read the socket here again
+    RR_INFO(log::kFlagNet, "conn %016lx: link 0's socket no longer carries conn %016lx (it ended)",
+            static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(port_->guest_conn));
+    DropPort();
+    handed_back_ = true;
+    ReadControl(0, now);
   }
 }
 
@@ -275,7 +296,7 @@ void SendComm::Commands(uint64_t now) {
           break;
         }
       }
-      if (c.link == 0) DropPort();
+      if (c.link == 0) ResetLink0Sharing();
       l.link.reset();
       l.connector.reset();
       l.tx.clear();
@@ -291,7 +312,7 @@ void SendComm::Commands(uint64_t now) {
     id.nstreams = cfg_.streams;
     id.epoch = c.epoch;
     id.grouped = cfg_.max_recvs > 1;
-    if (c.link == 0) DropPort();
+    if (c.link == 0) ResetLink0Sharing();
     l.link.reset();
     l.tx.clear();
     Status st = cfg_.transport->Connect(l.plan.local_dev, l.plan.remote, id, &l.connector);
@@ -402,7 +423,7 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
     }
     *progressed = true;
     pass_bytes_ += n;
-    if (shared) port_used_ = true;
+    if (shared && TypeOf(s.f.hdr) == FrameType::kData) port_seq_ = std::max(port_seq_, s.f.hdr.seq + 1);
     if (!s.driver) core_.OnWritten(idx, n);
     if (cfg_.board) cfg_.board->AddBytes(l.plan.local_dev, n, 0, now);
     s.done += n;
@@ -418,18 +439,36 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
 void SendComm::ReadControl(int idx, uint64_t now) {
   if (idx == 0 && port_owner_) return ReadMailbox(now);  // the partner receive comm reads the socket
   TxLink& l = links_[idx];
+  const bool sifting = idx == 0 && handed_back_;  // the ended connection's bytes may still come
   bool drained = false;
   while (l.link) {
+    if (sifting && own_skip_ > 0 && l.in_end > l.in_pos) {  // the rest of its payload
+      const size_t k = std::min(own_skip_, l.in_end - l.in_pos);
+      l.in_pos += k;
+      own_skip_ -= k;
+      continue;
+    }
     if (l.in_end - l.in_pos >= sizeof(Frame)) {
       Frame f;
       std::memcpy(&f, l.in.data() + l.in_pos, sizeof(Frame));
       l.in_pos += sizeof(Frame);
+      if (sifting && f.conn != static_cast<uint32_t>(conn_id_) && FrameValid(f)) {  // its frame: dropped
+        own_skip_ = f.len;
+        continue;
+      }
       core_.OnControl(now, idx, f);
       Commands(now);
       continue;
     }
-    if (drained) return;
     CompactReadAhead(l.in.data(), &l.in_pos, &l.in_end);
+    if (sifting && !own_leftover_.empty()) {  // the adopter's unread bytes before the socket's
+      const size_t k = std::min(own_leftover_.size(), l.in.size() - l.in_end);
+      std::memcpy(l.in.data() + l.in_end, own_leftover_.data(), k);
+      own_leftover_.erase(own_leftover_.begin(), own_leftover_.begin() + static_cast<long>(k));
+      l.in_end += k;
+      continue;
+    }
+    if (drained) return;
     size_t want = l.in.size() - l.in_end;
     size_t n = 0;
     int err = 0;
@@ -508,6 +547,7 @@ Status SendComm::Progress(uint64_t now) {
 Status SendComm::Test(Request* r, int* done, int* size) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
   *done = 0;
+  if (r->state == ReqState::kFree) return Status::Internal("test on a request already reported done");
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "isend after the receiver closed the connection");
   if (r->state != ReqState::kDone) {
     Status st = Progress();

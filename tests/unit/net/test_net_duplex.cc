@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
@@ -286,10 +287,54 @@ TEST_P(DuplexClose, TheOtherConnectionLosesNothing) {
   EXPECT_EQ(plugin_->CloseRecv(kept.recv), rrNcclSuccess);
 }
 
+// A connection of a pair closed at both ends with nothing in flight (every message acknowledged: the
+// receivers' held acks go out within their hold time, driven by IdleSends), in either order, as NCCL
+// tears a connection down: no failover, no WARN, and the other connection goes on (an adopter whose
+// connection ended hands the reading back to the socket's owner; a borrower whose messages were all
+// acknowledged drops the socket quietly).
+class DuplexQuietClose : public Duplex, public ::testing::WithParamInterface<int> {};
+
+TEST_P(DuplexQuietClose, CostsNoFailover) {
+  Dir a, b;
+  Connect(&a);
+  Connect(&b);
+  Pair(a, b);
+  PingPong(a, b, 20, 300);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  {
+    std::lock_guard<std::mutex> lk(g_log_mu);
+    g_warns.clear();
+  }
+  // 0: a's send then a's recv, 1: a's recv then a's send, 2 and 3: the same for b.
+  const int which = GetParam();
+  Dir& gone = which < 2 ? a : b;
+  Dir& kept = which < 2 ? b : a;
+  if (which % 2 == 0) {
+    EXPECT_EQ(plugin_->CloseSend(gone.send), rrNcclSuccess);
+    EXPECT_EQ(plugin_->CloseRecv(gone.recv), rrNcclSuccess);
+  } else {
+    EXPECT_EQ(plugin_->CloseRecv(gone.recv), rrNcclSuccess);
+    EXPECT_EQ(plugin_->CloseSend(gone.send), rrNcclSuccess);
+  }
+  Bulk(kept, kept, 4, 100000, 400);
+  PingPong(kept, kept, 40, 500);
+  {
+    std::lock_guard<std::mutex> lk(g_log_mu);
+    for (const std::string& w : g_warns) ADD_FAILURE() << "WARN " << w;
+  }
+  EXPECT_EQ(plugin_->CloseSend(kept.send), rrNcclSuccess);
+  EXPECT_EQ(plugin_->CloseRecv(kept.recv), rrNcclSuccess);
+}
+
 std::string CloseName(const ::testing::TestParamInfo<int>& i) {
   static const char* const kNames[] = {"FirstSendClosed", "FirstRecvClosed", "SecondSendClosed", "SecondRecvClosed"};
   return kNames[i.param];
 }
 INSTANTIATE_TEST_SUITE_P(EachComm, DuplexClose, ::testing::Values(0, 1, 2, 3), CloseName);
+std::string QuietName(const ::testing::TestParamInfo<int>& i) {
+  static const char* const kNames[] = {"FirstSendThenRecv", "FirstRecvThenSend", "SecondSendThenRecv", "SecondRecvThenSend"};
+  return kNames[i.param];
+}
+INSTANTIATE_TEST_SUITE_P(EachOrder, DuplexQuietClose, ::testing::Values(0, 1, 2, 3), QuietName);
 
 }  // namespace
