@@ -17,7 +17,7 @@
   RR_PARAM(TcpDuplex, "TCP_DUPLEX", kBool, "0", "", "",                                                     \
            "Experimental: when two processes send to each other on the same rail, one TCP connection carries both directions' " \
            "link-0 frames (replies ride the requests' connection: small-message latency; docs/hot-path-latency.md). "        \
-           "Closing one comm of such a pair may cost the other a logged failover; set the same value in every process") \
+           "Closing a connection while the other one of its pair has messages in flight on the shared socket costs that one a logged failover (nothing is lost); set the same value in every process") \
   RR_PARAM(ChunkSize, "CHUNK_SIZE", kInt, "131072", "bytes", "4096:67108864",                             \
            "Largest piece of a message sent as one unit on one stream (the unit of striping and re-send), in whole eighths; a message smaller than one chunk per usable rail is cut into one chunk per rail") \
   RR_PARAM(EagerMax, "EAGER_MAX", kInt, "16384", "bytes", "0:262144",                                      \
