@@ -66,7 +66,9 @@ class Duplex : public ::testing::Test {
     ASSERT_EQ(plugin_->Init(&ctx_, 1, Logger, nullptr), rrNcclSuccess);
   }
   static void TearDownTestSuite() {
-    if (plugin_ != nullptr) EXPECT_EQ(plugin_->Finalize(ctx_), rrNcclSuccess);
+    if (plugin_ != nullptr) {
+      EXPECT_EQ(plugin_->Finalize(ctx_), rrNcclSuccess);
+    }
     delete plugin_;
     plugin_ = nullptr;
   }
@@ -77,8 +79,12 @@ class Duplex : public ::testing::Test {
     ASSERT_EQ(plugin_->Listen(ctx_, 0, handle, &listen), rrNcclSuccess);
     rr::Deadline dl = rr::Deadline::AfterMs(10000);
     while ((d->send == nullptr || d->recv == nullptr) && !dl.Expired()) {
-      if (d->send == nullptr) ASSERT_EQ(plugin_->Connect(ctx_, 0, handle, &d->send), rrNcclSuccess);
-      if (d->recv == nullptr) ASSERT_EQ(plugin_->Accept(listen, &d->recv), rrNcclSuccess);
+      if (d->send == nullptr) {
+        ASSERT_EQ(plugin_->Connect(ctx_, 0, handle, &d->send), rrNcclSuccess);
+      }
+      if (d->recv == nullptr) {
+        ASSERT_EQ(plugin_->Accept(listen, &d->recv), rrNcclSuccess);
+      }
     }
     ASSERT_NE(d->send, nullptr);
     ASSERT_NE(d->recv, nullptr);
@@ -173,6 +179,20 @@ class Duplex : public ::testing::Test {
     ASSERT_EQ(CountInfos("also writes on conn"), writes + 1) << "no send comm borrowed a receive comm's socket";
   }
 
+  // Two opposite connections, paired.
+  void ConnectPair(Dir* x, Dir* y) {
+    Connect(x);
+    Connect(y);
+    Pair(*x, *y);
+  }
+  void CloseEnd(const Dir& d, bool send) {
+    EXPECT_EQ(send ? plugin_->CloseSend(d.send) : plugin_->CloseRecv(d.recv), rrNcclSuccess);
+  }
+  void CloseBoth(const Dir& d, bool send_first) {
+    CloseEnd(d, send_first);
+    CloseEnd(d, !send_first);
+  }
+
   static NetPlugin* plugin_;
   static void* ctx_;
 };
@@ -181,9 +201,7 @@ void* Duplex::ctx_ = nullptr;
 
 TEST_F(Duplex, OppositeConnectionsShareOneSocketAndDeliverEveryByte) {
   Dir x, y;
-  Connect(&x);
-  Connect(&y);
-  Pair(x, y);
+  ConnectPair(&x, &y);
   PingPong(x, y, 200, 7);
   PingPong(y, x, 200, 9);
   Bulk(x, y, 8, 1 << 20, 11);
@@ -193,10 +211,8 @@ TEST_F(Duplex, OppositeConnectionsShareOneSocketAndDeliverEveryByte) {
     std::lock_guard<std::mutex> lk(g_log_mu);
     EXPECT_TRUE(g_warns.empty()) << g_warns.front();
   }
-  EXPECT_EQ(plugin_->CloseSend(x.send), rrNcclSuccess);
-  EXPECT_EQ(plugin_->CloseRecv(x.recv), rrNcclSuccess);
-  EXPECT_EQ(plugin_->CloseSend(y.send), rrNcclSuccess);
-  EXPECT_EQ(plugin_->CloseRecv(y.recv), rrNcclSuccess);
+  CloseBoth(x, true);
+  CloseBoth(y, true);
 }
 
 // Each end driven by its own thread, as two processes' proxy threads would: one thread holds X's send
@@ -205,9 +221,7 @@ TEST_F(Duplex, OppositeConnectionsShareOneSocketAndDeliverEveryByte) {
 // under TSan in build-tsan).
 TEST_F(Duplex, TwoThreadsAsTwoProcessesLoseNothing) {
   Dir x, y;
-  Connect(&x);
-  Connect(&y);
-  Pair(x, y);
+  ConnectPair(&x, &y);
   constexpr int kRounds = 2000;
   const size_t sizes[] = {8, 64, 5000, 70000};
   auto drive = [&](void* send, void* recv, bool first, uint32_t seed, int* bad) {
@@ -235,10 +249,8 @@ TEST_F(Duplex, TwoThreadsAsTwoProcessesLoseNothing) {
   b.join();
   EXPECT_EQ(bad_a, 0) << "messages lost or wrong at the initiator's end";
   EXPECT_EQ(bad_b, 0) << "messages lost or wrong at the reactor's end";
-  EXPECT_EQ(plugin_->CloseSend(x.send), rrNcclSuccess);
-  EXPECT_EQ(plugin_->CloseRecv(y.recv), rrNcclSuccess);
-  EXPECT_EQ(plugin_->CloseSend(y.send), rrNcclSuccess);
-  EXPECT_EQ(plugin_->CloseRecv(x.recv), rrNcclSuccess);
+  CloseBoth(x, true);
+  CloseBoth(y, false);
 }
 
 // Closing one comm of a pair while the other connection has messages in flight over the shared
@@ -247,9 +259,7 @@ class DuplexClose : public Duplex, public ::testing::WithParamInterface<int> {};
 
 TEST_P(DuplexClose, TheOtherConnectionLosesNothing) {
   Dir a, b;
-  Connect(&a);
-  Connect(&b);
-  Pair(a, b);
+  ConnectPair(&a, &b);
   // Which comm closes: 0 = a's send, 1 = a's recv, 2 = b's send, 3 = b's recv; the other connection
   // keeps carrying 8 messages of each size class in flight while it goes.
   const int which = GetParam();
@@ -264,11 +274,7 @@ TEST_P(DuplexClose, TheOtherConnectionLosesNothing) {
   for (int i = 0; i < 8; ++i) reqs.push_back(Recv(kept.recv, dst[i].data(), dst[i].size()));
   for (int i = 0; i < 8; ++i) reqs.push_back(Send(kept.send, src[i].data(), src[i].size()));
   for (void* r : reqs) ASSERT_NE(r, nullptr);
-  if (which % 2 == 0) {
-    EXPECT_EQ(plugin_->CloseSend(gone.send), rrNcclSuccess);
-  } else {
-    EXPECT_EQ(plugin_->CloseRecv(gone.recv), rrNcclSuccess);
-  }
+  CloseEnd(gone, which % 2 == 0);
   WaitAll(reqs);
   for (int i = 0; i < 8; ++i) ASSERT_EQ(src[i], dst[i]) << "message " << i;
   {
@@ -278,13 +284,8 @@ TEST_P(DuplexClose, TheOtherConnectionLosesNothing) {
   }
   // The kept connection goes on working (over its own socket once the shared one is gone).
   Bulk(kept, kept, 4, 100000, 200);
-  if (which % 2 == 0) {
-    EXPECT_EQ(plugin_->CloseRecv(gone.recv), rrNcclSuccess);
-  } else {
-    EXPECT_EQ(plugin_->CloseSend(gone.send), rrNcclSuccess);
-  }
-  EXPECT_EQ(plugin_->CloseSend(kept.send), rrNcclSuccess);
-  EXPECT_EQ(plugin_->CloseRecv(kept.recv), rrNcclSuccess);
+  CloseEnd(gone, which % 2 != 0);
+  CloseBoth(kept, true);
 }
 
 // A connection of a pair closed at both ends with nothing in flight (every message acknowledged: the
@@ -296,9 +297,7 @@ class DuplexQuietClose : public Duplex, public ::testing::WithParamInterface<int
 
 TEST_P(DuplexQuietClose, CostsNoFailover) {
   Dir a, b;
-  Connect(&a);
-  Connect(&b);
-  Pair(a, b);
+  ConnectPair(&a, &b);
   PingPong(a, b, 20, 300);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   {
@@ -309,21 +308,14 @@ TEST_P(DuplexQuietClose, CostsNoFailover) {
   const int which = GetParam();
   Dir& gone = which < 2 ? a : b;
   Dir& kept = which < 2 ? b : a;
-  if (which % 2 == 0) {
-    EXPECT_EQ(plugin_->CloseSend(gone.send), rrNcclSuccess);
-    EXPECT_EQ(plugin_->CloseRecv(gone.recv), rrNcclSuccess);
-  } else {
-    EXPECT_EQ(plugin_->CloseRecv(gone.recv), rrNcclSuccess);
-    EXPECT_EQ(plugin_->CloseSend(gone.send), rrNcclSuccess);
-  }
+  CloseBoth(gone, which % 2 == 0);
   Bulk(kept, kept, 4, 100000, 400);
   PingPong(kept, kept, 40, 500);
   {
     std::lock_guard<std::mutex> lk(g_log_mu);
     for (const std::string& w : g_warns) ADD_FAILURE() << "WARN " << w;
   }
-  EXPECT_EQ(plugin_->CloseSend(kept.send), rrNcclSuccess);
-  EXPECT_EQ(plugin_->CloseRecv(kept.recv), rrNcclSuccess);
+  CloseBoth(kept, true);
 }
 
 std::string CloseName(const ::testing::TestParamInfo<int>& i) {
