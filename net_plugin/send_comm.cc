@@ -156,7 +156,7 @@ void SendComm::DuplexPoll(uint64_t now) {
   if (offer_.load(std::memory_order_acquire)) {  // the reactor's end: a receive comm got our peer's kShare
     offer_.store(false, std::memory_order_relaxed);
     std::shared_ptr<DuplexPort> p = DuplexRegistry::Get().TakeOffer(conn_id_);
-    if (p && !port_ && l.link && core_.usable(0)) {
+    if (p && !closing_ && !port_ && l.link && core_.usable(0)) {
       port_ = std::move(p);
       port_owner_ = false;
       port_stream_ = static_cast<int>(l.tx.size());
