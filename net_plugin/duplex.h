@@ -27,8 +27,9 @@
 //
 // Failure: the shared socket is link 0's on both comms that use it. A read error, an EOF or a
 // protocol error there fails the socket's owner's link 0 (the owner learns it through the port) and,
-// mid-frame, the adopter's link 0; a dead port or a write error fails the borrowing send comm's link 0
-// while it has unacknowledged messages or a frame half written there (the core re-sends). An adopter
+// mid-frame, the adopter's link 0; a write error there fails the borrowing send comm's link 0, and so
+// does a dead port while a message with a chunk written there is unacknowledged or a frame is half
+// written there (the core re-sends). An adopter
 // whose own connection ended in order (closed, or closed by its sender) hands the reading back to the
 // owner instead of failing it. So nothing is lost, and a close with nothing in flight costs no
 // failover; a close while the other connection has frames on the shared socket costs it a logged
