@@ -37,22 +37,6 @@ struct Counts {
   uint64_t refused = 0;  // isend/irecv calls that returned a NULL request (retry)
 };
 
-// Connects a send comm to a receive comm of the same endpoint: the connect and the accept are polled
-// in turn, as NCCL's service thread interleaves the two sides of a self-connection.
-Status SelfConnect(nb::Endpoint& ep, void** sc, void** rc) {
-  nb::Handle h;
-  void* lc = nullptr;
-  RR_CHECK(ep.Listen(&h, &lc));
-  *sc = *rc = nullptr;
-  rr::Deadline dl = rr::Deadline::AfterMs(30000);
-  while (*sc == nullptr || *rc == nullptr) {
-    if (*sc == nullptr) RR_CHECK(nb::FromNccl(ep.net().Connect(ep.ctx(), ep.dev(), h.data(), sc), "connect"));
-    if (*rc == nullptr) RR_CHECK(nb::FromNccl(ep.net().Accept(lc, rc), "accept"));
-    if (dl.Expired()) return Status::Internal("self-connection timed out");
-  }
-  return nb::FromNccl(ep.net().CloseListen(lc), "closeListen");
-}
-
 // The measured loop (callgrind --toggle-collect='*HotLoop*').
 __attribute__((noinline)) Status HotLoop(nb::ReqQueue& sq, nb::ReqQueue& rq, std::vector<char>& sbuf,
                                          std::vector<char>& rbuf, size_t size, void* smh, void* rmh,
@@ -106,7 +90,7 @@ Status Run(const std::string& plugin, size_t size, uint64_t iters, int window, u
   std::unique_ptr<nb::Endpoint> ep;
   RR_CHECK(nb::Endpoint::Open(plugin, 0, &ep));
   void *sc = nullptr, *rc = nullptr;
-  RR_CHECK(SelfConnect(*ep, &sc, &rc));
+  RR_CHECK(ep->SelfConnect(&sc, &rc, 30000));
   std::vector<char> sbuf(size + 64, 0x11), rbuf(size + 64, 0);
   void *smh = nullptr, *rmh = nullptr;
   RR_CHECK(nb::FromNccl(ep->net().RegMr(sc, sbuf.data(), sbuf.size(), RR_NCCL_PTR_HOST, &smh), "regMr send"));
@@ -165,7 +149,7 @@ Status RunQuiet(const std::string& plugin, size_t size, uint64_t iters, int wind
   };
   std::vector<Pair> pairs(static_cast<size_t>(comms));
   for (Pair& p : pairs) {
-    RR_CHECK(SelfConnect(*ep, &p.sc, &p.rc));
+    RR_CHECK(ep->SelfConnect(&p.sc, &p.rc, 30000));
     p.sbuf.assign(size + 64, 0x11);
     p.rbuf.assign(size + 64, 0);
     RR_CHECK(nb::FromNccl(ep->net().RegMr(p.sc, p.sbuf.data(), p.sbuf.size(), RR_NCCL_PTR_HOST, &p.smh), "regMr send"));

@@ -287,6 +287,7 @@ class SendComm final : public Comm, private CoreObserver {
   void DropPort();
   // Link 0's socket is replaced: its sharing state goes with it.
   void ResetLink0Sharing();
+  bool OwnsPort() const { return port_ != nullptr && port_stream_ < 0; }
   // CoreObserver: board, profiler.
   void OnFailover(int link, const std::string& why, uint64_t bytes, uint64_t chunks, int to_link, uint64_t stall_ns,
                   bool was_probing) override;
@@ -304,8 +305,8 @@ class SendComm final : public Comm, private CoreObserver {
   size_t pass_bytes_ = 0;  // bytes Progress wrote in its current call
   // RERAIL_TCP_DUPLEX (duplex.h)
   std::shared_ptr<DuplexPort> port_;  // the shared socket of link 0, if any
-  bool port_owner_ = false;           // it is this comm's link 0 stream 0 (initiator); else borrowed
-  int port_stream_ = -1;              // borrowed: its TxStream on link 0 (after the link's own)
+  int port_stream_ = -1;              // borrowed: its TxStream on link 0 (after the link's own); -1 with
+                                      // a port: this comm's own link 0 stream 0 (the initiator's end)
   uint64_t port_seq_ = 0;             // borrowed: 1 + the highest message seq with a chunk written there
                                       // (losing the socket before the ack covers it needs a failover)
   bool share_pending_ = false;        // initiator: the kShare frame is still to be written
@@ -366,8 +367,9 @@ class RecvComm final : public Comm, private CoreObserver {
     // stream 0 and a send comm of this process writes there too. Adopter (initiator's end): it is a
     // send comm's socket, read here as stream port_stream (the slot Attach reserved).
     std::shared_ptr<DuplexPort> port;
-    bool port_owner = false;
-    int port_stream = -1;
+    int port_stream = -1;  // the adopted socket's stream; -1 with a port: the owner's end
+    int reserved = -1;     // the stream slot Attach reserved for an adopted socket (-1: none)
+    bool OwnsPort() const { return port != nullptr && port_stream < 0; }
   };
 
   void Attach(std::unique_ptr<Link> link, uint64_t now);

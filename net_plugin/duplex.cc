@@ -49,19 +49,15 @@ uint32_t InstanceOfNonce(const Nonce& n) {
 
 IoState DuplexPort::Write(int who, const iovec* iov, int iovcnt, size_t frame_left, size_t* n, int* err) {
   std::lock_guard<std::mutex> lk(mu);
-  if (link == nullptr) {
+  Link* l = link.load();
+  if (l == nullptr) {
     *err = ECONNRESET;
     return IoState::kError;
   }
   if (writer != 0 && writer != who) return IoState::kAgain;
-  IoState st = link->Writev(0, iov, iovcnt, n, err);
+  IoState st = l->Writev(0, iov, iovcnt, n, err);
   if (st == IoState::kOk) writer = *n < frame_left ? who : 0;
   return st;
-}
-
-void DuplexPort::Kill() {
-  std::lock_guard<std::mutex> lk(mu);
-  link = nullptr;
 }
 
 DuplexRegistry& DuplexRegistry::Get() {

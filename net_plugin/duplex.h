@@ -72,7 +72,9 @@ uint32_t InstanceOfNonce(const Nonce& n);
 // The shared socket of a pair of comms.
 struct DuplexPort {
   std::mutex mu;
-  Link* link = nullptr;     // the socket's link (stream 0 is shared); null once its owner let it go
+  // The socket's link (stream 0 is shared); null once its owner let it go. Set and used under mu; read
+  // without it only to see whether it is gone (a send comm's pass).
+  std::atomic<Link*> link{nullptr};
   uint64_t owner_conn = 0;  // the connection whose link 0 it is
   uint64_t guest_conn = 0;  // the connection whose sender writes there too
   // Initiator's end: control frames of the owner (a send comm) read by the adopting receive comm.
@@ -91,8 +93,6 @@ struct DuplexPort {
   // Writes a frame's bytes for `who` unless the other holds the socket mid-frame (kAgain). frame_left:
   // bytes of the frame not written before this call. Takes mu.
   IoState Write(int who, const iovec* iov, int iovcnt, size_t frame_left, size_t* n, int* err);
-  // The owner lets the socket go (link reset, comm closed).
-  void Kill();
 };
 
 class DuplexRegistry {

@@ -88,6 +88,7 @@ void RecvComm::Attach(std::unique_ptr<Link> link, uint64_t now) {
   l.rail_gen = RailGen(cfg_.rails, id.rail);
   l.link = std::move(link);
   l.rx.assign(slots, RxStream{});
+  l.reserved = slots > l.link->streams() ? l.link->streams() : -1;
   l.out_busy = false;
   l.out_done = 0;
 }
@@ -175,8 +176,9 @@ bool RecvComm::Fill(int idx, int i, uint64_t now, uint8_t* dst, size_t want, siz
   IoState st;
   if (shared) {  // the adopted socket: its owner may have let it go
     std::lock_guard<std::mutex> lk(l.port->mu);
-    st = l.port->link != nullptr ? l.port->link->Readv(0, iov, cnt, &n, &err) : IoState::kClosed;
-    if (st == IoState::kClosed && l.port->link == nullptr) err = -1;  // not the peer's EOF
+    Link* adopted = l.port->link.load();
+    st = adopted != nullptr ? adopted->Readv(0, iov, cnt, &n, &err) : IoState::kClosed;
+    if (adopted == nullptr) err = -1;  // not the peer's EOF
   } else {
     st = l.link->Readv(i, iov, cnt, &n, &err);
   }
@@ -362,7 +364,7 @@ void RecvComm::Sample(uint64_t now) {
 // ---- RERAIL_TCP_DUPLEX (duplex.h)
 
 IoState RecvComm::WriteControl(RxLink& l, const iovec* iov, size_t frame_left, size_t* n, int* err) {
-  if (l.port_owner) return l.port->Write(2, iov, 1, frame_left, n, err);
+  if (l.OwnsPort()) return l.port->Write(2, iov, 1, frame_left, n, err);
   return l.link->Writev(0, iov, 1, n, err);
 }
 
@@ -370,7 +372,7 @@ void RecvComm::ReleasePort(RxLink& l, bool handback) {
   if (!l.port) return;
   {
     std::lock_guard<std::mutex> lk(l.port->mu);
-    if (l.port_owner) {
+    if (l.OwnsPort()) {
       l.port->link = nullptr;
     } else if (handback && l.port_stream < static_cast<int>(l.rx.size())) {
       const RxStream& s = l.rx[l.port_stream];
@@ -384,7 +386,6 @@ void RecvComm::ReleasePort(RxLink& l, bool handback) {
     }
   }
   l.port.reset();
-  l.port_owner = false;
   l.port_stream = -1;
 }
 
@@ -407,7 +408,6 @@ void RecvComm::OnShare(int idx, int i, const Frame& hdr) {
     return;
   }
   l.port = std::move(p);
-  l.port_owner = true;
 }
 
 void RecvComm::DetachPort(int idx, uint64_t now, const std::string& why, bool tell_owner, bool eof) {
@@ -440,8 +440,8 @@ bool RecvComm::TryAdopt(const std::shared_ptr<DuplexPort>& p, int local_dev) {
   if (!lk.owns_lock() || !cfg_.duplex || core_.state() != ConnState::kActive || links_.empty()) return false;
   RxLink& l = links_[0];
   if (!l.link || l.port || l.rail != local_dev || !core_.alive(0)) return false;
-  const int slot = l.link->streams();
-  if (slot >= static_cast<int>(l.rx.size())) return false;  // no reserved slot (RERAIL_TCP_STREAMS = 16)
+  const int slot = l.reserved;
+  if (slot < 0) return false;  // no reserved slot (RERAIL_TCP_STREAMS = 16)
   RxStream& s = l.rx[slot];
   s = RxStream{};
   s.buf.resize(kReadAheadBytes);
@@ -449,7 +449,6 @@ bool RecvComm::TryAdopt(const std::shared_ptr<DuplexPort>& p, int local_dev) {
   s.end = p->leftover.size();
   s.last_data_ns = NowNs();
   l.port = p;
-  l.port_owner = false;
   l.port_stream = slot;
   RR_INFO(log::kFlagNet, "conn %016lx: link 0 also reads conn %016lx's socket (RERAIL_TCP_DUPLEX)",
           static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(p->owner_conn));
@@ -478,13 +477,13 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
   const bool read_cold = now >= cold_read_ns_;
   if (read_cold) cold_read_ns_ = now + kColdReadNs;
   for (size_t k = 0; k < links_.size() && core_.state() == ConnState::kActive; ++k) {
-    if (links_[k].port_owner && links_[k].port->poisoned.load()) {  // a frame cut off on the shared socket
+    if (links_[k].OwnsPort() && links_[k].port->poisoned.load()) {  // a frame cut off on the shared socket
       core_.OnLinkError(now, static_cast<int>(k), "a send comm left the shared socket mid-frame", false);
       Sync();
       continue;
     }
     for (int i = 0; links_[k].link && i < static_cast<int>(links_[k].rx.size()); ++i) {
-      if (i >= links_[k].link->streams() && i != links_[k].port_stream) continue;  // a reserved slot, unused
+      if (i == links_[k].reserved && i != links_[k].port_stream) continue;  // a reserved slot, unused
       const RxStream& s = links_[k].rx[i];
       if (!read_cold && s.end == s.pos && !s.have_hdr && now - s.last_data_ns > kColdNs) continue;
       ReadStream(static_cast<int>(k), i, now);

@@ -129,7 +129,7 @@ void SendComm::DropPort() {
   if (!port_) return;
   {
     std::lock_guard<std::mutex> lk(port_->mu);
-    if (port_owner_) {
+    if (OwnsPort()) {
       port_->link = nullptr;  // the adopter detaches at its next read
     } else if (port_->writer == 1) {
       port_->poisoned.store(true);  // a frame cut off there: the owner fails the socket
@@ -137,7 +137,6 @@ void SendComm::DropPort() {
     }
   }
   port_.reset();
-  port_owner_ = false;
   port_stream_ = -1;
   port_seq_ = 0;
   share_pending_ = false;
@@ -158,7 +157,6 @@ void SendComm::DuplexPoll(uint64_t now) {
     std::shared_ptr<DuplexPort> p = DuplexRegistry::Get().TakeOffer(conn_id_);
     if (p && !closing_ && !port_ && l.link && core_.usable(0)) {
       port_ = std::move(p);
-      port_owner_ = false;
       port_stream_ = static_cast<int>(l.tx.size());
       l.tx.emplace_back();
       RR_INFO(log::kFlagNet, "conn %016lx: link 0 also writes on conn %016lx's socket (RERAIL_TCP_DUPLEX)",
@@ -166,12 +164,7 @@ void SendComm::DuplexPoll(uint64_t now) {
     }
   }
   if (port_) {
-    bool dead;
-    {
-      std::lock_guard<std::mutex> lk(port_->mu);
-      dead = port_->link == nullptr;
-    }
-    if (dead && !port_owner_) {
+    if (!OwnsPort() && port_->link.load(std::memory_order_acquire) == nullptr) {
       // Chunks written there may be lost with it unless the receiver acknowledged their messages.
       const bool used = core_.acked() < port_seq_ ||
                         (port_stream_ < static_cast<int>(l.tx.size()) && l.tx[port_stream_].busy);
@@ -207,7 +200,6 @@ void SendComm::DuplexPoll(uint64_t now) {
   if (!adopted) return;
   l.in_pos = l.in_end = 0;
   port_ = std::move(p);
-  port_owner_ = true;
   share_pending_ = true;
   RR_INFO(log::kFlagNet, "conn %016lx: link 0's socket also carries conn %016lx (RERAIL_TCP_DUPLEX)",
           static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(port_->guest_conn));
@@ -437,7 +429,7 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
 // Reads the receiver's control frames (acks, heartbeats, notices): up to 16 per recv; a read that
 // gets less than it asked for drains the socket, so no EAGAIN read follows it.
 void SendComm::ReadControl(int idx, uint64_t now) {
-  if (idx == 0 && port_owner_) return ReadMailbox(now);  // the partner receive comm reads the socket
+  if (idx == 0 && OwnsPort()) return ReadMailbox(now);  // the partner receive comm reads the socket
   TxLink& l = links_[idx];
   const bool sifting = idx == 0 && handed_back_;  // the ended connection's bytes may still come
   bool drained = false;
@@ -506,7 +498,8 @@ void SendComm::Sample(uint64_t now) {
     for (int k = 0; k < s.streams && s.valid; ++k) s.valid = link->Sample(k, &s.s[k]);
     if (i == 0 && s.valid && port_stream_ >= 0 && s.streams < kMaxStreams) {  // the borrowed socket's bytes in flight
       std::lock_guard<std::mutex> lk(port_->mu);
-      if (port_->link != nullptr && port_->link->Sample(0, &s.s[s.streams])) ++s.streams;
+      Link* shared = port_->link.load();
+      if (shared != nullptr && shared->Sample(0, &s.s[s.streams])) ++s.streams;
     }
   }
   core_.OnSamples(now, samples_);

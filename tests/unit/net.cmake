@@ -11,6 +11,6 @@ target_compile_definitions(test_net_loopback PRIVATE RERAIL_NET_SO="$<TARGET_FIL
 add_dependencies(test_net_loopback nccl-net-rerail)
 rerail_gtest(test_net_duplex
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/net/test_net_duplex.cc
-  LIBS rerail_netdrv rerail_common LABELS unit TIMEOUT 120)
+  LIBS rerail_netbench_lib LABELS unit TIMEOUT 120)
 target_compile_definitions(test_net_duplex PRIVATE RERAIL_NET_SO="$<TARGET_FILE:nccl-net-rerail>")
 add_dependencies(test_net_duplex nccl-net-rerail)

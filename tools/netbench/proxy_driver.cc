@@ -100,6 +100,20 @@ Status Endpoint::Listen(Handle* handle, void** listen_comm) {
   return Status::Ok();
 }
 
+Status Endpoint::SelfConnect(void** send_comm, void** recv_comm, uint64_t timeout_ms) {
+  Handle h;
+  void* lc = nullptr;
+  RR_CHECK(Listen(&h, &lc));
+  *send_comm = *recv_comm = nullptr;
+  Deadline dl = Deadline::AfterMs(timeout_ms);
+  while (*send_comm == nullptr || *recv_comm == nullptr) {
+    if (*send_comm == nullptr) RR_CHECK(FromNccl(net_->Connect(ctx_, dev_, h.data(), send_comm), "connect"));
+    if (*recv_comm == nullptr) RR_CHECK(FromNccl(net_->Accept(lc, recv_comm), "accept"));
+    if (dl.Expired()) return Status::Internal("self-connection timed out");
+  }
+  return FromNccl(net_->CloseListen(lc), "closeListen");
+}
+
 Status Endpoint::Connect(const Handle& handle, void** send_comm, uint64_t timeout_ms) {
   std::vector<void*> comms;
   RR_CHECK(ConnectAll({handle}, &comms, timeout_ms));

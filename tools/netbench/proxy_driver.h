@@ -74,6 +74,10 @@ class Endpoint {
   Status ConnectAll(const std::vector<Handle>& handles, std::vector<void*>* send_comms, uint64_t timeout_ms);
   Status AcceptAll(const std::vector<void*>& listen_comms, std::vector<void*>* recv_comms,
                    uint64_t timeout_ms);
+  // Connects a send comm to a receive comm of this same endpoint: the connect and the accept are polled
+  // in turn, as NCCL's service thread interleaves the two sides of a self-connection; the listen comm
+  // is closed after.
+  Status SelfConnect(void** send_comm, void** recv_comm, uint64_t timeout_ms);
 
  private:
   Endpoint() = default;

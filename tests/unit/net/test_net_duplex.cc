@@ -7,40 +7,29 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <mutex>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "net_loader.h"
+#include "proxy_driver.h"
 #include "rerail/clock.h"
 
 namespace {
 
-using rr::netdrv::NetPlugin;
+using rr::netbench::Endpoint;
+using rr::netbench::LogCapture;
+using rr::netbench::LogLine;
 
-std::mutex g_log_mu;
-std::vector<std::string> g_infos, g_warns;
-
-void Logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  std::lock_guard<std::mutex> lk(g_log_mu);
-  if (level == 2) g_warns.push_back(buf);
-  if (level == 3) g_infos.push_back(buf);
+// Captured lines of `level` (2 WARN, 3 INFO) containing `what` ("" = every one).
+int CountLines(int level, const std::string& what) {
+  int n = 0;
+  for (const LogLine& l : LogCapture::Snapshot()) n += l.level == level && l.text.find(what) != std::string::npos;
+  return n;
 }
-
-int CountInfos(const std::string& what) {
-  std::lock_guard<std::mutex> lk(g_log_mu);
-  return static_cast<int>(std::count_if(g_infos.begin(), g_infos.end(),
-                                        [&](const std::string& l) { return l.find(what) != std::string::npos; }));
-}
+int CountInfos(const std::string& what) { return CountLines(3, what); }
 
 std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
   std::vector<uint8_t> v(n);
@@ -60,35 +49,22 @@ class Duplex : public ::testing::Test {
     setenv("RERAIL_TCP_IFNAME", "lo", 1);
     setenv("RERAIL_TCP_DUPLEX", "1", 1);
     setenv("NCCL_DEBUG", "INFO", 1);
-    std::string err;
-    plugin_ = NetPlugin::Open(RERAIL_NET_SO, &err).release();
-    ASSERT_NE(plugin_, nullptr) << err;
-    ASSERT_EQ(plugin_->Init(&ctx_, 1, Logger, nullptr), rrNcclSuccess);
+    rr::Status st = Endpoint::Open(RERAIL_NET_SO, 0, &ep_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    plugin_ = &ep_->net();
+    ctx_ = ep_->ctx();
   }
   static void TearDownTestSuite() {
-    if (plugin_ != nullptr) {
-      EXPECT_EQ(plugin_->Finalize(ctx_), rrNcclSuccess);
+    if (ep_) {
+      EXPECT_TRUE(ep_->Finalize().ok());
     }
-    delete plugin_;
+    ep_.reset();
     plugin_ = nullptr;
   }
 
   void Connect(Dir* d) {
-    char handle[128] = {0};
-    void* listen = nullptr;
-    ASSERT_EQ(plugin_->Listen(ctx_, 0, handle, &listen), rrNcclSuccess);
-    rr::Deadline dl = rr::Deadline::AfterMs(10000);
-    while ((d->send == nullptr || d->recv == nullptr) && !dl.Expired()) {
-      if (d->send == nullptr) {
-        ASSERT_EQ(plugin_->Connect(ctx_, 0, handle, &d->send), rrNcclSuccess);
-      }
-      if (d->recv == nullptr) {
-        ASSERT_EQ(plugin_->Accept(listen, &d->recv), rrNcclSuccess);
-      }
-    }
-    ASSERT_NE(d->send, nullptr);
-    ASSERT_NE(d->recv, nullptr);
-    ASSERT_EQ(plugin_->CloseListen(listen), rrNcclSuccess);
+    rr::Status st = ep_->SelfConnect(&d->send, &d->recv, 10000);
+    ASSERT_TRUE(st.ok()) << st.message();
   }
   void* Send(void* comm, void* data, size_t size) {
     void* req = nullptr;
@@ -193,10 +169,12 @@ class Duplex : public ::testing::Test {
     CloseEnd(d, !send_first);
   }
 
-  static NetPlugin* plugin_;
+  static std::unique_ptr<Endpoint> ep_;
+  static rr::netdrv::NetPlugin* plugin_;
   static void* ctx_;
 };
-NetPlugin* Duplex::plugin_ = nullptr;
+std::unique_ptr<Endpoint> Duplex::ep_;
+rr::netdrv::NetPlugin* Duplex::plugin_ = nullptr;
 void* Duplex::ctx_ = nullptr;
 
 TEST_F(Duplex, OppositeConnectionsShareOneSocketAndDeliverEveryByte) {
@@ -207,10 +185,7 @@ TEST_F(Duplex, OppositeConnectionsShareOneSocketAndDeliverEveryByte) {
   Bulk(x, y, 8, 1 << 20, 11);
   Bulk(x, y, 8, 3000, 13);
   PingPong(x, y, 50, 15);
-  {
-    std::lock_guard<std::mutex> lk(g_log_mu);
-    EXPECT_TRUE(g_warns.empty()) << g_warns.front();
-  }
+  EXPECT_EQ(CountLines(2, ""), 0) << "a WARN while nothing failed";
   CloseBoth(x, true);
   CloseBoth(y, true);
 }
@@ -277,10 +252,8 @@ TEST_P(DuplexClose, TheOtherConnectionLosesNothing) {
   CloseEnd(gone, which % 2 == 0);
   WaitAll(reqs);
   for (int i = 0; i < 8; ++i) ASSERT_EQ(src[i], dst[i]) << "message " << i;
-  {
-    std::lock_guard<std::mutex> lk(g_log_mu);
-    for (const std::string& w : g_warns) printf("WARN %s\n", w.c_str());  // the failover it cost, for the log
-    g_warns.clear();
+  for (const LogLine& l : LogCapture::Take()) {  // the failover it cost, for the log
+    if (l.level == 2) printf("WARN %s\n", l.text.c_str());
   }
   // The kept connection goes on working (over its own socket once the shared one is gone).
   Bulk(kept, kept, 4, 100000, 200);
@@ -300,10 +273,7 @@ TEST_P(DuplexQuietClose, CostsNoFailover) {
   ConnectPair(&a, &b);
   PingPong(a, b, 20, 300);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  {
-    std::lock_guard<std::mutex> lk(g_log_mu);
-    g_warns.clear();
-  }
+  (void)LogCapture::Take();
   // 0: a's send then a's recv, 1: a's recv then a's send, 2 and 3: the same for b.
   const int which = GetParam();
   Dir& gone = which < 2 ? a : b;
@@ -311,9 +281,8 @@ TEST_P(DuplexQuietClose, CostsNoFailover) {
   CloseBoth(gone, which % 2 == 0);
   Bulk(kept, kept, 4, 100000, 400);
   PingPong(kept, kept, 40, 500);
-  {
-    std::lock_guard<std::mutex> lk(g_log_mu);
-    for (const std::string& w : g_warns) ADD_FAILURE() << "WARN " << w;
+  for (const LogLine& l : LogCapture::Snapshot()) {
+    if (l.level == 2) ADD_FAILURE() << "WARN " << l.text;
   }
   CloseBoth(kept, true);
 }
