@@ -3,27 +3,30 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace rr::net {
 
 namespace {
+// A static object, not a heap one: a library that is unloaded leaves nothing behind (a reload draws a new
+// instance, distinct with high probability), and it has no destructor to run while a comm still uses it.
 struct Ids {
   uint32_t instance = 0;
   std::atomic<uint32_t> next{0};  // low 32 bits of the next connection id
   bool ok = false;
-};
-Ids& TheIds() {
-  static Ids* ids = [] {
-    auto* i = new Ids;  // never freed: connection ids stay distinct across plugin reloads
+  Ids() {
     uint64_t r = 0;
     while (RandomU64(&r).ok() && static_cast<uint32_t>(r >> 32) == 0) {
     }
-    i->ok = static_cast<uint32_t>(r >> 32) != 0;
-    i->instance = static_cast<uint32_t>(r >> 32);
-    i->next.store(static_cast<uint32_t>(r));
-    return i;
-  }();
-  return *ids;
+    ok = static_cast<uint32_t>(r >> 32) != 0;
+    instance = static_cast<uint32_t>(r >> 32);
+    next.store(static_cast<uint32_t>(r));
+  }
+};
+static_assert(std::is_trivially_destructible_v<Ids>);
+Ids& TheIds() {
+  static Ids ids;
+  return ids;
 }
 }  // namespace
 
@@ -60,10 +63,31 @@ IoState DuplexPort::Write(int who, const iovec* iov, int iovcnt, size_t frame_le
   return st;
 }
 
+namespace {
+DuplexRegistry* g_registry = nullptr;  // set once by Get(); freed at unload when no comm is registered
+}  // namespace
+
 DuplexRegistry& DuplexRegistry::Get() {
-  static DuplexRegistry* r = new DuplexRegistry;  // never freed: comms may outlive static destruction order
-  return *r;
+  static const bool made = (g_registry = new DuplexRegistry, true);  // once, thread-safe
+  (void)made;
+  return *g_registry;
 }
+
+// Library unload (dlclose, or exit() with it loaded): an empty registry is freed, so a process that loads
+// and unloads rerail ends with nothing of it left; one that comms still use is kept, as the Plugin is.
+void DuplexRegistry::FreeAtUnload() {
+  if (g_registry == nullptr) return;
+  {
+    std::scoped_lock lk(g_registry->comms_mu_, g_registry->offers_mu_);
+    if (!g_registry->recvs_.empty() || !g_registry->sends_.empty()) return;
+  }
+  delete g_registry;
+  g_registry = nullptr;
+}
+
+namespace {
+__attribute__((destructor)) void FreeRegistryAtUnload() { DuplexRegistry::FreeAtUnload(); }
+}  // namespace
 
 void DuplexRegistry::AddRecv(RecvComm* c, uint64_t conn) {
   std::lock_guard<std::mutex> lk(comms_mu_);

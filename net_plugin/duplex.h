@@ -98,6 +98,7 @@ struct DuplexPort {
 class DuplexRegistry {
  public:
   static DuplexRegistry& Get();
+  static void FreeAtUnload();  // at library unload: frees the registry if no comm is registered
 
   struct RecvInfo {
     RecvComm* comm;

@@ -445,7 +445,7 @@ bool RecvComm::TryAdopt(const std::shared_ptr<DuplexPort>& p, int local_dev) {
   RxStream& s = l.rx[slot];
   s = RxStream{};
   s.buf.resize(kReadAheadBytes);
-  std::memcpy(s.buf.data(), p->leftover.data(), p->leftover.size());
+  if (!p->leftover.empty()) std::memcpy(s.buf.data(), p->leftover.data(), p->leftover.size());
   s.end = p->leftover.size();
   s.last_data_ns = NowNs();
   l.port = p;
