@@ -283,6 +283,10 @@ class SendComm final : public Comm, private CoreObserver {
   void DuplexPoll(uint64_t now);
   // Control frames of link 0 from the port's mailbox (the initiator: the partner reads the socket).
   void ReadMailbox(uint64_t now);
+  // The reactor's end: this connection's acks that the owning receive comm read on the shared socket.
+  void ReadGuestMail(uint64_t now, bool pump);
+  // The port's reader now routes the partner receive comm's acks: it may park them (duplex.h).
+  void AllowHeld();
   // The port goes (link 0's transport reset or closed, a handback, the comm closed).
   void DropPort();
   // Link 0's socket is replaced: its sharing state goes with it.
@@ -369,6 +373,9 @@ class RecvComm final : public Comm, private CoreObserver {
     std::shared_ptr<DuplexPort> port;
     int port_stream = -1;  // the adopted socket's stream; -1 with a port: the owner's end
     int reserved = -1;     // the stream slot Attach reserved for an adopted socket (-1: none)
+    // Acks parked on the port that no send comm took, written here (the adopter's own socket) before
+    // any new control frame; also those of a port that ended.
+    std::vector<Frame> backlog;
     bool OwnsPort() const { return port != nullptr && port_stream < 0; }
   };
 
@@ -394,6 +401,11 @@ class RecvComm final : public Comm, private CoreObserver {
   // Writes control bytes on stream 0 of a link, through its port when it is a shared socket.
   IoState WriteControl(RxLink& l, const iovec* iov, size_t frame_left, size_t* n, int* err);
   void FlushControl(uint64_t now);
+  // Acks parked on link 0's port by the last pass that no send comm took: the owner writes them there,
+  // the adopter moves them to its backlog (a cut one is finished on the port).
+  void Unpark(uint64_t now);
+  // Whether NextControl's frame f of link idx is parked on the port instead of written.
+  bool Park(RxLink& l, int idx, const Frame& f);
   Status PollListener(uint64_t now);
   void PollRails(uint64_t now);
   void Sample(uint64_t now);

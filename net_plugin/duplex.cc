@@ -50,17 +50,42 @@ uint32_t InstanceOfNonce(const Nonce& n) {
   return inst;
 }
 
-IoState DuplexPort::Write(int who, const iovec* iov, int iovcnt, size_t frame_left, size_t* n, int* err) {
+size_t DuplexPort::HeldBytes() const { return held.size() * sizeof(Frame) - held_done; }
+
+IoState DuplexPort::Write(int who, const iovec* iov, int iovcnt, size_t frame_left, bool take_held, size_t* n, int* err) {
   std::lock_guard<std::mutex> lk(mu);
+  *n = 0;
   Link* l = link.load();
   if (l == nullptr) {
     *err = ECONNRESET;
     return IoState::kError;
   }
   if (writer != 0 && writer != who) return IoState::kAgain;
-  IoState st = l->Writev(0, iov, iovcnt, n, err);
-  if (st == IoState::kOk) writer = *n < frame_left ? who : 0;
-  return st;
+  iovec v[kMaxHeld + 4];
+  int c = 0;
+  size_t hb = 0;
+  if (writer == 0 && !held.empty() && (take_held || held_done > 0)) {
+    for (size_t k = 0; k < held.size(); ++k) {
+      const size_t off = k == 0 ? held_done : 0;
+      v[c++] = {reinterpret_cast<uint8_t*>(&held[k]) + off, sizeof(Frame) - off};
+      hb += sizeof(Frame) - off;
+    }
+  }
+  for (int k = 0; k < iovcnt && c < static_cast<int>(sizeof(v) / sizeof(v[0])); ++k) v[c++] = iov[k];
+  if (c == 0) return IoState::kOk;
+  size_t m = 0;
+  IoState st = l->Writev(0, v, c, &m, err);
+  if (st != IoState::kOk) return st;
+  size_t h = std::min(m, hb);
+  m -= h;
+  h += held_done;  // now: bytes of held written, counted from held[0]'s start
+  const size_t whole = h / sizeof(Frame);
+  held.erase(held.begin(), held.begin() + static_cast<long>(whole));
+  held_done = h % sizeof(Frame);
+  if (held.empty()) held_done = 0;
+  *n = m;
+  if (m > 0) writer = m < frame_left ? who : 0;
+  return IoState::kOk;
 }
 
 namespace {

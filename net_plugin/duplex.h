@@ -87,12 +87,29 @@ struct DuplexPort {
   // was reading), then skipping the ended connection's frames by their length.
   bool handback = false;
   size_t skip = 0;
-  // Reactor's end: a frame half written by 1 = the borrowing send comm, 2 = the owning receive comm.
+  // A frame half written by 1 = the send comm (the borrower's, or on the initiator's end the owner's),
+  // 2 = the receive comm.
   int writer = 0;
   std::atomic<bool> poisoned{false};  // the borrower let go of it mid-frame: the owner must fail the socket
+
+  // Acks ride the replies. The receive comm of the pair parks its link-0 acks here at the end of a pass
+  // instead of writing them; the send comm's next small frame on this socket takes them into the same
+  // writev (one segment each way per round trip, not an ack segment before the reply). What no frame took
+  // by the receive comm's next pass it writes itself (on the initiator's end on its own socket: acks do
+  // not queue behind bulk data there). The reader at the other end hands them to their send comm through
+  // its mailbox. `held_done`: bytes of held[0] already written (the socket holds it mid-frame: whoever
+  // writes next finishes it first).
+  static constexpr size_t kMaxHeld = 4;
+  std::vector<Frame> held;
+  size_t held_done = 0;
+  bool hold_ok = false;  // the socket's reader routes the receive comm's frames (after the kShare; ids differ)
+  size_t HeldBytes() const;
+
   // Writes a frame's bytes for `who` unless the other holds the socket mid-frame (kAgain). frame_left:
-  // bytes of the frame not written before this call. Takes mu.
-  IoState Write(int who, const iovec* iov, int iovcnt, size_t frame_left, size_t* n, int* err);
+  // bytes of the frame not written before this call (0 with no iov: only held frames are written).
+  // take_held: the parked acks go first (at a frame's start only); a cut one always does. *n counts
+  // the caller's bytes only. Takes mu.
+  IoState Write(int who, const iovec* iov, int iovcnt, size_t frame_left, bool take_held, size_t* n, int* err);
 };
 
 class DuplexRegistry {

@@ -15,7 +15,8 @@
 // ack of the receives it completed (RecvCore::OwesIdleProgress): only a driven receiver accepts the
 // links its sender probes after a failure and writes the ack again on them (tests/sim seeds 100387,
 // 100931). A background thread, running only while something is listed (it ends when the list
-// empties, so closing every comm leaves no thread), drives each listed
+// empties, so closing every comm leaves no thread; neither listing nor leaving wakes it unless a new
+// comm is due before its next wakeup), drives each listed
 // comm every kPeriodNs unless its owner is inside it (Comm::TryIdleProgress: try-lock of the comm's
 // drive lock, which isend/test hold), and drops it once it is acknowledged, ended, or NCCL holds a
 // request of it again. A comm sets its own cadence: kPeriodNs, or a lingering receive comm's slower
@@ -64,6 +65,7 @@ class IdleSends {
   std::thread thread_;
   bool running_ = false;
   bool stop_ = false;
+  uint64_t wake_ns_ = 0;  // when the sleeping thread wakes next (0: it is not sleeping)
 };
 
 }  // namespace rr::net

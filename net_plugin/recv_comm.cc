@@ -55,10 +55,18 @@ RecvComm::~RecvComm() {
     // here is no failure of a connection that is being closed (FlushControl would fail it, "closed the
     // connection with a receive pending": NetFaults.UnpolledPeersCauseNoFalseFailover). A link with a
     // frame half written takes no other (nor does a shared socket a send comm holds mid-frame).
+    if (!links_.empty() && links_[0].port) Unpark(now);
     for (size_t idx = 0; idx < links_.size(); ++idx) {
       RxLink& l = links_[idx];
       Frame f;
-      while (l.link && !l.out_busy && core_.NextControl(now, static_cast<int>(idx), &f)) {
+      while (l.link && !l.out_busy && !l.backlog.empty()) {
+        iovec iov{&l.backlog.front(), sizeof(Frame)};
+        size_t n = 0;
+        int err = 0;
+        if (WriteControl(l, &iov, sizeof(Frame), &n, &err) != IoState::kOk || n != sizeof(Frame)) break;
+        l.backlog.erase(l.backlog.begin());
+      }
+      while (l.link && !l.out_busy && l.backlog.empty() && core_.NextControl(now, static_cast<int>(idx), &f)) {
         iovec iov{&f, sizeof(Frame)};
         size_t n = 0;
         int err = 0;
@@ -91,6 +99,7 @@ void RecvComm::Attach(std::unique_ptr<Link> link, uint64_t now) {
   l.reserved = slots > l.link->streams() ? l.link->streams() : -1;
   l.out_busy = false;
   l.out_done = 0;
+  l.backlog.clear();  // the old incarnation's acks: the core acks on the new one
 }
 
 void RecvComm::Sync() {
@@ -111,6 +120,7 @@ void RecvComm::Sync() {
       l.rx.clear();
       l.out_busy = false;
       l.out_done = 0;
+      l.backlog.clear();
     }
   }
 }
@@ -230,6 +240,22 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now) {
         OnShare(idx, i, s.hdr);
         continue;
       }
+      if (l.OwnsPort() && i == 0 && s.hdr.conn != static_cast<uint32_t>(conn_id_) &&
+          s.hdr.conn == static_cast<uint32_t>(l.port->guest_conn)) {  // an ack that rode the initiator's frame
+        if (!FrameValid(s.hdr) || s.hdr.len != 0) {
+          s.have_hdr = false;
+          core_.OnLinkError(now, idx, "a frame of the sharing connection with a payload", false);
+          Sync();
+          return;
+        }
+        {
+          std::lock_guard<std::mutex> lk(l.port->mu);
+          l.port->mailbox.push_back(s.hdr);
+        }
+        s.have_hdr = false;
+        ++rx_events_;
+        continue;
+      }
       if (i == l.port_stream && s.hdr.conn != static_cast<uint32_t>(conn_id_)) {  // the owner's control frame
         if (!FrameValid(s.hdr) || s.hdr.len != 0) {
           s.have_hdr = false;
@@ -301,7 +327,14 @@ void RecvComm::FlushControl(uint64_t now) {
     RxLink& l = links_[idx];
     while (l.link) {
       if (!l.out_busy) {
-        if (!core_.NextControl(now, static_cast<int>(idx), &l.out)) break;
+        if (!l.backlog.empty()) {
+          l.out = l.backlog.front();
+          l.backlog.erase(l.backlog.begin());
+        } else if (!core_.NextControl(now, static_cast<int>(idx), &l.out)) {
+          break;
+        } else if (Park(l, static_cast<int>(idx), l.out)) {
+          continue;
+        }
         l.out_busy = true;
         l.out_done = 0;
       }
@@ -356,6 +389,11 @@ void RecvComm::Sample(uint64_t now) {
     // A control frame handed out by the core but not fully written is not sent either (the core's
     // ack confirmation, RecvCore::OwesIdleProgress, must not count it as delivered).
     if (s.valid && s.streams > 0 && links_[i].out_busy) s.s[0].notsent += sizeof(Frame) - links_[i].out_done;
+    if (s.valid && s.streams > 0) s.s[0].notsent += links_[i].backlog.size() * sizeof(Frame);
+    if (s.valid && s.streams > 0 && links_[i].port) {  // parked acks (duplex.h)
+      std::lock_guard<std::mutex> lk(links_[i].port->mu);
+      s.s[0].notsent += links_[i].port->HeldBytes();
+    }
   }
   core_.OnSamples(now, samples_);
   Sync();
@@ -364,8 +402,40 @@ void RecvComm::Sample(uint64_t now) {
 // ---- RERAIL_TCP_DUPLEX (duplex.h)
 
 IoState RecvComm::WriteControl(RxLink& l, const iovec* iov, size_t frame_left, size_t* n, int* err) {
-  if (l.OwnsPort()) return l.port->Write(2, iov, 1, frame_left, n, err);
+  if (l.OwnsPort()) return l.port->Write(2, iov, 1, frame_left, true, n, err);  // parked acks go first
   return l.link->Writev(0, iov, 1, n, err);
+}
+
+bool RecvComm::Park(RxLink& l, int idx, const Frame& f) {
+  // Only while NCCL holds a receive of this comm (a reply may follow): an idle pass (IdleSends) writes.
+  if (idx != 0 || !l.port || TypeOf(f) != FrameType::kAck || !l.backlog.empty() || pool_.in_use() == 0) return false;
+  std::lock_guard<std::mutex> lk(l.port->mu);
+  if (!l.port->hold_ok || l.port->link.load() == nullptr || l.port->held.size() >= DuplexPort::kMaxHeld) return false;
+  l.port->held.push_back(f);
+  return true;
+}
+
+void RecvComm::Unpark(uint64_t now) {
+  RxLink& l = links_[0];
+  bool cut = false;
+  {
+    std::lock_guard<std::mutex> lk(l.port->mu);
+    if (l.port->held.empty()) return;
+    cut = l.port->held_done > 0;
+    if (!l.OwnsPort() && !cut) {  // the adopter: its own socket, where no bulk data queues
+      l.backlog.insert(l.backlog.end(), l.port->held.begin(), l.port->held.end());
+      l.port->held.clear();
+      return;
+    }
+  }
+  size_t n = 0;
+  int err = 0;
+  IoState st = l.port->Write(2, nullptr, 0, 0, true, &n, &err);
+  if (st == IoState::kOk || st == IoState::kAgain) return;  // the rest goes with the next write there
+  if (l.OwnsPort()) {  // its own socket failed
+    core_.OnLinkError(now, 0, std::string("sending control failed: ") + strerror(err), err == ECONNRESET || err == EPIPE);
+    Sync();
+  }  // an adopted one that failed: DetachPort moves what is left to the backlog at the next read
 }
 
 void RecvComm::ReleasePort(RxLink& l, bool handback) {
@@ -426,6 +496,12 @@ void RecvComm::DetachPort(int idx, uint64_t now, const std::string& why, bool te
   }
   RR_INFO(log::kFlagNet, "conn %016lx: the shared socket of link 0 ended (%s)%s", static_cast<unsigned long>(conn_id_),
           why.c_str(), mid_frame ? " mid-frame: link 0 fails" : "");
+  {
+    std::lock_guard<std::mutex> lk(l.port->mu);  // parked acks go on this link's own socket, whole
+    l.backlog.insert(l.backlog.end(), l.port->held.begin(), l.port->held.end());
+    l.port->held.clear();
+    l.port->held_done = 0;
+  }
   l.port.reset();
   l.port_stream = -1;
   s = RxStream{};
@@ -466,6 +542,7 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
   if (core_.state() == ConnState::kFailed) return core_.status();
   const uint64_t now = NowNs();
   RR_CHECK(PollListener(now));
+  if (!links_.empty() && links_[0].port) Unpark(now);  // acks parked by the last pass that no reply took
   // Each stream is read until it is drained (ReadStream), so one pass over them is enough. The pass
   // ends early once the receive being tested is complete: the caller gets it without a read of the
   // other streams (on a ping-pong's critical path, an EAGAIN each); they are read in the next call.

@@ -159,12 +159,14 @@ void SendComm::DuplexPoll(uint64_t now) {
       port_ = std::move(p);
       port_stream_ = static_cast<int>(l.tx.size());
       l.tx.emplace_back();
+      AllowHeld();  // the owner routes the initiator's receive comm's acks to this comm's mailbox
       RR_INFO(log::kFlagNet, "conn %016lx: link 0 also writes on conn %016lx's socket (RERAIL_TCP_DUPLEX)",
               static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(port_->owner_conn));
     }
   }
   if (port_) {
     if (!OwnsPort() && port_->link.load(std::memory_order_acquire) == nullptr) {
+      ReadGuestMail(now, false);  // acks the owner read before the socket went
       // Chunks written there may be lost with it unless the receiver acknowledged their messages.
       const bool used = core_.acked() < port_seq_ ||
                         (port_stream_ < static_cast<int>(l.tx.size()) && l.tx[port_stream_].busy);
@@ -240,6 +242,33 @@ void SendComm::ReadMailbox(uint64_t now) {
     DropPort();
     handed_back_ = true;
     ReadControl(0, now);
+  }
+}
+
+void SendComm::AllowHeld() {
+  std::lock_guard<std::mutex> lk(port_->mu);
+  // Frames are routed by the low 32 bits of their connection id (Frame::conn): equal ones stay apart.
+  port_->hold_ok = static_cast<uint32_t>(port_->owner_conn) != static_cast<uint32_t>(port_->guest_conn);
+}
+
+// The reactor's end: the owning receive comm reads the initiator's receive comm's acks on the shared
+// socket (they rode that end's frames) and leaves them here. pump: nothing came while a send waits for
+// an ack: drive the owner once, which NCCL may not be driving.
+void SendComm::ReadGuestMail(uint64_t now, bool pump) {
+  std::deque<Frame> got;
+  for (int round = 0; round < 2; ++round) {
+    {
+      std::lock_guard<std::mutex> lk(port_->mu);
+      if (!port_->hold_ok) return;
+      got.swap(port_->mailbox);
+    }
+    if (!got.empty() || !pump || round == 1 || !core_.SendWaits()) break;
+    DuplexRegistry::Get().WithRecv(port_->owner_conn, [](RecvComm* r) { r->TryPump(); });
+  }
+  for (const Frame& f : got) {
+    if (!links_[0].link) return;
+    core_.OnControl(now, 0, f);
+    Commands(now);
   }
 }
 
@@ -367,6 +396,9 @@ Status SendComm::Isend(const void* data, size_t size, int tag, void* phandle, Re
 void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
   TxLink& l = links_[idx];
   const bool shared = idx == 0 && i == port_stream_;  // the borrowed stream: written through the port
+  // The initiator's end writes its own stream 0 through the port too: the receive comm may finish an
+  // ack there (duplex.h, "acks ride the replies").
+  const bool via_port = shared || (idx == 0 && i == 0 && OwnsPort());
   for (;;) {
     TxStream& s = l.tx[i];
     if (!s.busy && idx == 0 && i == 0 && share_pending_) {  // the initiator's kShare, before any core frame
@@ -401,8 +433,9 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
                               : FrameIov(s.f, s.done, iov);
     size_t n = 0;
     int err = 0;
-    IoState st = shared ? port_->Write(1, iov, cnt, sizeof(Frame) + len - s.done, &n, &err)
-                        : l.link->Writev(i, iov, cnt, &n, &err);
+    // A small frame's start takes the partner receive comm's parked acks into the same writev.
+    IoState st = via_port ? port_->Write(1, iov, cnt, sizeof(Frame) + len - s.done, s.done == 0 && s.inlined, &n, &err)
+                          : l.link->Writev(i, iov, cnt, &n, &err);
     if (st == IoState::kAgain) return;
     if (st != IoState::kOk) {
       // A borrowed socket's failure is link 0's too (what went out there is re-sent); never the
@@ -421,7 +454,10 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
     s.done += n;
     if (s.done < sizeof(Frame) + len) return;  // socket buffer full
     s.busy = false;
-    if (s.driver) continue;
+    if (s.driver) {
+      if (via_port && TypeOf(s.f.hdr) == FrameType::kShare) AllowHeld();  // the reader routes what follows
+      continue;
+    }
     core_.OnTxDone(now, idx, s.f.hdr);
   }
 }
@@ -430,6 +466,7 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
 // gets less than it asked for drains the socket, so no EAGAIN read follows it.
 void SendComm::ReadControl(int idx, uint64_t now) {
   if (idx == 0 && OwnsPort()) return ReadMailbox(now);  // the partner receive comm reads the socket
+  if (idx == 0 && port_) ReadGuestMail(now, true);      // acks that rode the peer's frames on the shared socket
   TxLink& l = links_[idx];
   const bool sifting = idx == 0 && handed_back_;  // the ended connection's bytes may still come
   bool drained = false;

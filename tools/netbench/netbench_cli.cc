@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include "netbench_cli.h"
@@ -36,6 +37,7 @@ struct Options {
   int window = 8;
   uint64_t lat_size = 8;
   uint64_t lat_iters = 20000;
+  std::string lat_dump;
   bool bw = true, lat = true, raw = true;
   bool verbose = false;
 };
@@ -82,9 +84,10 @@ Status Bandwidth(nb::Endpoint& ep, nb::PeerClient& peer, void* sc, const Options
 }
 
 void PrintRtt(const char* what, const Options& o, const nb::RttStats& rtt) {
-  std::printf("%s: %llu B ping-pong, %llu round trips: rtt mean %.2f us (one-way %.2f), median %.2f us (one-way %.2f)\n",
+  std::printf("%s: %llu B ping-pong, %llu round trips: rtt mean %.2f us (one-way %.2f), median %.2f us (one-way %.2f), "
+              "p90 %.2f, p99 %.2f, max %.1f us\n",
               what, static_cast<unsigned long long>(o.lat_size), static_cast<unsigned long long>(o.lat_iters),
-              rtt.mean_us, rtt.mean_us / 2, rtt.p50_us, rtt.p50_us / 2);
+              rtt.mean_us, rtt.mean_us / 2, rtt.p50_us, rtt.p50_us / 2, rtt.p90_us, rtt.p99_us, rtt.max_us);
 }
 
 int Main(const Options& o) {
@@ -134,6 +137,11 @@ int Main(const Options& o) {
     if (s.ok()) s = pr;
     if (!s.ok()) return Die("latency", s);
     PrintRtt("latency", o, rtt);
+    if (!o.lat_dump.empty()) {
+      std::ofstream f(o.lat_dump);
+      for (uint64_t v : rtt.in_order) f << v << '\n';
+      if (!f) return Die("latency", Status::InvalidArg("cannot write " + o.lat_dump));
+    }
   }
   (void)peer.Call({{"cmd", "close"}}, &r, 30000);
   (void)ep->net().CloseSend(sc);
@@ -164,6 +172,7 @@ int rr::netbench::CliMain(int argc, char** argv, const std::string& default_plug
   app.add_option("--window", o.window, "outstanding requests per comm")->check(CLI::Range(1, 32));
   app.add_option("--lat-size", o.lat_size, "bytes per ping-pong message")->check(CLI::Range(0, 1 << 20));
   app.add_option("--lat-iters", o.lat_iters, "ping-pong round trips")->check(CLI::Range(1, 10000000));
+  app.add_option("--lat-dump", o.lat_dump, "write each timed round trip of the plugin's ping-pong (ns, one per line, in order) to this file");
   app.add_option("--only", only, "run only 'bw', 'lat' or 'raw' (the raw TCP latency reference)")
       ->check(CLI::IsMember({"bw", "lat", "raw"}));
   app.add_flag("-v,--verbose", o.verbose, "echo the plugin's log lines");

@@ -287,9 +287,14 @@ static Status PostRetry(ReqQueue& q, void* buf, size_t size, void* mh, uint64_t 
 RttStats SummariseRtts(uint64_t t0, uint64_t end, uint64_t iters, std::vector<uint64_t>* rtts) {
   RttStats r;
   r.mean_us = iters ? static_cast<double>(end - t0) * 1e-3 / static_cast<double>(iters) : 0;
+  r.in_order = *rtts;
   if (!rtts->empty()) {
-    std::nth_element(rtts->begin(), rtts->begin() + rtts->size() / 2, rtts->end());
+    std::sort(rtts->begin(), rtts->end());
+    auto at = [rtts](double q) { return static_cast<double>((*rtts)[static_cast<size_t>(q * static_cast<double>(rtts->size() - 1))]) * 1e-3; };
     r.p50_us = static_cast<double>((*rtts)[rtts->size() / 2]) * 1e-3;
+    r.p90_us = at(0.90);
+    r.p99_us = at(0.99);
+    r.max_us = static_cast<double>(rtts->back()) * 1e-3;
   }
   return r;
 }

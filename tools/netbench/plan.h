@@ -77,11 +77,15 @@ namespace rr::netbench {
 struct RttStats {
   double mean_us = 0;
   double p50_us = 0;
+  double p90_us = 0;
+  double p99_us = 0;
+  double max_us = 0;
+  std::vector<uint64_t> in_order;  // each round trip, ns, in the order they ran
 };
 Status PingPong(netdrv::NetPlugin& net, void* send_comm, void* recv_comm, size_t size, uint64_t warmup,
                 uint64_t iters, bool initiator, uint64_t timeout_ms, RttStats* rtt);
 // The figures of a timed ping-pong: `iters` round trips from t0 to end (ns), `rtts` the measured ones
-// (reordered here) — mean over the span, median of the samples.
+// (sorted here) — mean over the span, median, 90th and 99th percentiles and maximum of the samples.
 RttStats SummariseRtts(uint64_t t0, uint64_t end, uint64_t iters, std::vector<uint64_t>* rtts);
 
 }  // namespace rr::netbench

@@ -228,6 +228,36 @@ TEST_F(Duplex, TwoThreadsAsTwoProcessesLoseNothing) {
   CloseBoth(y, false);
 }
 
+// Acks ride the replies on the shared socket (duplex.h): a receive comm parks its acks there for the
+// next small frame of its partner send comm. Here no reply ever comes, in either direction (the
+// reactor's acks parked on its own socket, the initiator's on the adopted one): 40 one-way eager
+// messages, then the receiver is never called again and the sender closes, which waits for every ack
+// (LingerUntilAcked). The parked acks still arrive (the receiver's next pass, then IdleSends, writes
+// them): no "unacknowledged" close, and the pair goes on working.
+TEST_F(Duplex, ParkedAcksReachASenderThatGetsNoReply) {
+  for (int dir = 0; dir < 2; ++dir) {
+    Dir x, y;
+    ConnectPair(&x, &y);
+    const Dir& one = dir == 0 ? x : y;
+    std::vector<uint8_t> out(8, 0x5a), in(8, 0);
+    for (int m = 0; m < 40; ++m) {
+      void* r = Recv(one.recv, in.data(), in.size());
+      void* s = Send(one.send, out.data(), out.size());
+      ASSERT_NE(r, nullptr);
+      ASSERT_NE(s, nullptr);
+      WaitAll({r, s});
+      ASSERT_EQ(in, out) << "message " << m;
+    }
+    (void)LogCapture::Take();
+    CloseEnd(one, true);  // the receiver is not driven from here on
+    EXPECT_EQ(CountInfos("unacknowledged"), 0) << (dir == 0 ? "X" : "Y") << ": a send closed before its ack came";
+    const Dir& other = dir == 0 ? y : x;
+    PingPong(other, other, 10, 600);
+    CloseEnd(one, false);
+    CloseBoth(other, true);
+  }
+}
+
 // Closing one comm of a pair while the other connection has messages in flight over the shared
 // socket: the other connection loses nothing (at worst it fails over link 0) and nothing hangs.
 class DuplexClose : public Duplex, public ::testing::WithParamInterface<int> {};
