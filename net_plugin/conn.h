@@ -71,6 +71,16 @@
 
 namespace rr::net {
 
+// A stream that returned no bytes for kColdNs is cold: test() reads it at most every kColdReadNs
+// instead of on every call. Small messages all take the first free stream (stream 0 of the first
+// link), so a comm with L links of S streams waiting for its next message would otherwise pay L x S
+// empty reads per test() (~0.5 us each here) where one does: on a ping-pong that is the time to
+// notice the next message. A stream that starts carrying data again waits at most kColdReadNs. The
+// same holds for a send comm's own link-0 control stream once its acks ride a shared socket
+// (RERAIL_TCP_DUPLEX): only heartbeats and notices come there.
+inline constexpr uint64_t kColdNs = 1'000'000;
+inline constexpr uint64_t kColdReadNs = 10'000;
+
 constexpr uint32_t kSendCommMagic = 0x53434f4du;  // "MOCS"
 constexpr uint32_t kRecvCommMagic = 0x52434f4du;
 constexpr uint32_t kListenCommMagic = 0x4c434f4du;
@@ -267,6 +277,8 @@ class SendComm final : public Comm, private CoreObserver {
     std::array<uint8_t, 16 * sizeof(Frame)> in{};  // control frames read ahead: in[in_pos, in_end)
     size_t in_pos = 0, in_end = 0;
     uint64_t rail_gen = 0;
+    uint64_t last_in_ns = 0;     // when a control read last returned bytes
+    uint64_t next_cold_ns = 0;   // a cold control stream's next read (kColdReadNs)
   };
 
   Status Progress() { return Progress(NowNs()); }
@@ -314,6 +326,7 @@ class SendComm final : public Comm, private CoreObserver {
   uint64_t port_seq_ = 0;             // borrowed: 1 + the highest message seq with a chunk written there
                                       // (losing the socket before the ack covers it needs a failover)
   bool share_pending_ = false;        // initiator: the kShare frame is still to be written
+  bool acks_ride_ = false;            // the port's reader routes the partner receive comm's acks (AllowHeld)
   uint64_t duplex_next_ns_ = 0;       // when the initiator looks for a partner next
   uint64_t duplex_wait_ns_ = 0;       // ... after this long (doubles while none is found, to kDuplexMaxWaitNs)
   bool closing_ = false;              // the destructor runs: no new pairing

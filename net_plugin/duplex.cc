@@ -83,6 +83,7 @@ IoState DuplexPort::Write(int who, const iovec* iov, int iovcnt, size_t frame_le
   held.erase(held.begin(), held.begin() + static_cast<long>(whole));
   held_done = h % sizeof(Frame);
   if (held.empty()) held_done = 0;
+  Flags();
   *n = m;
   if (m > 0) writer = m < frame_left ? who : 0;
   return IoState::kOk;

@@ -22,8 +22,10 @@
 // frames it reads there go to the port's mailbox, which X's send comm reads instead of the socket);
 // then X's send comm writes a kShare frame there naming Y. On B: X's receive comm reads that kShare and
 // offers the socket (through the registry) to Y's send comm, which writes there as one more stream of
-// its link 0. Y's control frames keep going on Y's own socket; B's receive comm and send comm both
-// write the shared socket, a frame half written holding it (the port's writer).
+// its link 0. Both ends' receive comms park their link-0 acks on the port for the partner send comm's
+// next small frame there (the acks ride the replies, "held" below); the owner's reader on B hands
+// Y's acks to Y's send comm through the mailbox. Y's other control frames keep going on Y's own
+// socket. A frame half written holds the shared socket (the port's writer).
 //
 // Failure: the shared socket is link 0's on both comms that use it. A read error, an EOF or a
 // protocol error there fails the socket's owner's link 0 (the owner learns it through the port) and,
@@ -104,6 +106,13 @@ struct DuplexPort {
   size_t held_done = 0;
   bool hold_ok = false;  // the socket's reader routes the receive comm's frames (after the kShare; ids differ)
   size_t HeldBytes() const;
+  // Whether held / mailbox have anything, for a pass that looks without mu (set under mu by Flags()).
+  std::atomic<bool> any_held{false};
+  std::atomic<bool> any_mail{false};
+  void Flags() {
+    any_held.store(!held.empty(), std::memory_order_release);
+    any_mail.store(!mailbox.empty(), std::memory_order_release);
+  }
 
   // Writes a frame's bytes for `who` unless the other holds the socket mid-frame (kAgain). frame_left:
   // bytes of the frame not written before this call (0 with no iov: only held frames are written).

@@ -17,13 +17,6 @@ constexpr size_t kScratchBytes = 1 << 16;
 // Per stream: a header and a small payload come in one recv (the 8-byte ping-pong's one recv).
 constexpr size_t kReadAheadBytes = 8192;
 constexpr uint64_t kListenPollNs = 2'000'000;  // how often a comm looks for re-connected rails
-// A stream that returned no bytes for kColdNs is cold: test() reads it at most every kColdReadNs
-// instead of on every call. Small messages all take the first free stream (stream 0 of the first
-// link), so a comm with L links of S streams waiting for its next message would otherwise pay L x S
-// empty reads per test() (~0.5 us each here) where one does: on a ping-pong that is the time to
-// notice the next message. A stream that starts carrying data again waits at most kColdReadNs.
-constexpr uint64_t kColdNs = 1'000'000;
-constexpr uint64_t kColdReadNs = 10'000;
 // The receiver's grouped mode is the sender's (its hello), not this process' RERAIL_MAX_RECVS.
 CoreConfig RecvCoreConfig(const ConnConfig& cfg, const LinkIdentity& id) {
   CoreConfig c = cfg.core();
@@ -251,6 +244,7 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now) {
         {
           std::lock_guard<std::mutex> lk(l.port->mu);
           l.port->mailbox.push_back(s.hdr);
+          l.port->Flags();
         }
         s.have_hdr = false;
         ++rx_events_;
@@ -265,6 +259,7 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now) {
         {
           std::lock_guard<std::mutex> lk(l.port->mu);
           l.port->mailbox.push_back(s.hdr);
+          l.port->Flags();
         }
         s.have_hdr = false;
         ++rx_events_;
@@ -412,11 +407,13 @@ bool RecvComm::Park(RxLink& l, int idx, const Frame& f) {
   std::lock_guard<std::mutex> lk(l.port->mu);
   if (!l.port->hold_ok || l.port->link.load() == nullptr || l.port->held.size() >= DuplexPort::kMaxHeld) return false;
   l.port->held.push_back(f);
+  l.port->Flags();
   return true;
 }
 
 void RecvComm::Unpark(uint64_t now) {
   RxLink& l = links_[0];
+  if (!l.port->any_held.load(std::memory_order_acquire)) return;  // every pass: no lock
   bool cut = false;
   {
     std::lock_guard<std::mutex> lk(l.port->mu);
@@ -425,6 +422,7 @@ void RecvComm::Unpark(uint64_t now) {
     if (!l.OwnsPort() && !cut) {  // the adopter: its own socket, where no bulk data queues
       l.backlog.insert(l.backlog.end(), l.port->held.begin(), l.port->held.end());
       l.port->held.clear();
+      l.port->Flags();
       return;
     }
   }
@@ -501,6 +499,7 @@ void RecvComm::DetachPort(int idx, uint64_t now, const std::string& why, bool te
     l.backlog.insert(l.backlog.end(), l.port->held.begin(), l.port->held.end());
     l.port->held.clear();
     l.port->held_done = 0;
+    l.port->Flags();
   }
   l.port.reset();
   l.port_stream = -1;

@@ -139,6 +139,7 @@ void SendComm::DropPort() {
   port_.reset();
   port_stream_ = -1;
   port_seq_ = 0;
+  acks_ride_ = false;
   share_pending_ = false;
   duplex_wait_ns_ = 0;  // link 0's next socket may pair again soon
 }
@@ -215,6 +216,7 @@ void SendComm::ReadMailbox(uint64_t now) {
     {
       std::lock_guard<std::mutex> lk(port_->mu);
       got.swap(port_->mailbox);
+      port_->Flags();
       failed = port_->failed;
       eof = port_->failed_eof;
       handback = port_->handback;
@@ -249,18 +251,20 @@ void SendComm::AllowHeld() {
   std::lock_guard<std::mutex> lk(port_->mu);
   // Frames are routed by the low 32 bits of their connection id (Frame::conn): equal ones stay apart.
   port_->hold_ok = static_cast<uint32_t>(port_->owner_conn) != static_cast<uint32_t>(port_->guest_conn);
+  acks_ride_ = port_->hold_ok;
 }
 
 // The reactor's end: the owning receive comm reads the initiator's receive comm's acks on the shared
 // socket (they rode that end's frames) and leaves them here. pump: nothing came while a send waits for
 // an ack: drive the owner once, which NCCL may not be driving.
 void SendComm::ReadGuestMail(uint64_t now, bool pump) {
+  if (!acks_ride_) return;
   std::deque<Frame> got;
   for (int round = 0; round < 2; ++round) {
-    {
+    if (port_->any_mail.load(std::memory_order_acquire)) {  // every pass: no lock unless mail came
       std::lock_guard<std::mutex> lk(port_->mu);
-      if (!port_->hold_ok) return;
       got.swap(port_->mailbox);
+      port_->Flags();
     }
     if (!got.empty() || !pump || round == 1 || !core_.SendWaits()) break;
     DuplexRegistry::Get().WithRecv(port_->owner_conn, [](RecvComm* r) { r->TryPump(); });
@@ -466,8 +470,12 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
 // gets less than it asked for drains the socket, so no EAGAIN read follows it.
 void SendComm::ReadControl(int idx, uint64_t now) {
   if (idx == 0 && OwnsPort()) return ReadMailbox(now);  // the partner receive comm reads the socket
-  if (idx == 0 && port_) ReadGuestMail(now, true);      // acks that rode the peer's frames on the shared socket
   TxLink& l = links_[idx];
+  if (idx == 0 && port_) {  // the reactor's end: acks ride the peer's frames on the shared socket
+    ReadGuestMail(now, true);
+    if (now - l.last_in_ns > kColdNs && now < l.next_cold_ns) return;  // a cold control stream
+    l.next_cold_ns = now + kColdReadNs;
+  }
   const bool sifting = idx == 0 && handed_back_;  // the ended connection's bytes may still come
   bool drained = false;
   while (l.link) {
@@ -511,6 +519,7 @@ void SendComm::ReadControl(int idx, uint64_t now) {
       return;
     }
     l.in_end += n;
+    l.last_in_ns = now;
     drained = n < want;
   }
 }
