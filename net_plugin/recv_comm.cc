@@ -233,27 +233,19 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now) {
         OnShare(idx, i, s.hdr);
         continue;
       }
-      if (l.OwnsPort() && i == 0 && s.hdr.conn != static_cast<uint32_t>(conn_id_) &&
-          s.hdr.conn == static_cast<uint32_t>(l.port->guest_conn)) {  // an ack that rode the initiator's frame
+      // Another connection's frame on the shared socket (duplex.h): on the initiator's end the owning
+      // send comm's control, on the reactor's end the initiator's receive comm's acks (they rode its
+      // frames); control frames only, for the partner send comm's mailbox.
+      if (l.port && s.hdr.conn != static_cast<uint32_t>(conn_id_) &&
+          (i == l.port_stream || (l.OwnsPort() && i == 0 && s.hdr.conn == static_cast<uint32_t>(l.port->guest_conn)))) {
         if (!FrameValid(s.hdr) || s.hdr.len != 0) {
           s.have_hdr = false;
-          core_.OnLinkError(now, idx, "a frame of the sharing connection with a payload", false);
-          Sync();
-          return;
-        }
-        {
-          std::lock_guard<std::mutex> lk(l.port->mu);
-          l.port->mailbox.push_back(s.hdr);
-          l.port->Flags();
-        }
-        s.have_hdr = false;
-        ++rx_events_;
-        continue;
-      }
-      if (i == l.port_stream && s.hdr.conn != static_cast<uint32_t>(conn_id_)) {  // the owner's control frame
-        if (!FrameValid(s.hdr) || s.hdr.len != 0) {
-          s.have_hdr = false;
-          DetachPort(idx, now, "a frame of another connection with a payload", true, false);
+          if (l.OwnsPort()) {  // this connection's own socket
+            core_.OnLinkError(now, idx, "a frame of the sharing connection with a payload", false);
+            Sync();
+          } else {
+            DetachPort(idx, now, "a frame of another connection with a payload", true, false);
+          }
           return;
         }
         {
