@@ -297,8 +297,6 @@ class SendComm final : public Comm, private CoreObserver {
   void ReadMailbox(uint64_t now);
   // The reactor's end: this connection's acks that the owning receive comm read on the shared socket.
   void ReadGuestMail(uint64_t now, bool pump);
-  // The port's reader now routes the partner receive comm's acks: it may park them (duplex.h).
-  void AllowHeld();
   // The port goes (link 0's transport reset or closed, a handback, the comm closed).
   void DropPort();
   // Link 0's socket is replaced: its sharing state goes with it.
@@ -326,7 +324,7 @@ class SendComm final : public Comm, private CoreObserver {
   uint64_t port_seq_ = 0;             // borrowed: 1 + the highest message seq with a chunk written there
                                       // (losing the socket before the ack covers it needs a failover)
   bool share_pending_ = false;        // initiator: the kShare frame is still to be written
-  bool acks_ride_ = false;            // the port's reader routes the partner receive comm's acks (AllowHeld)
+  bool acks_ride_ = false;            // the reactor's end: the partner receive comm's acks may come by mail
   uint64_t duplex_next_ns_ = 0;       // when the initiator looks for a partner next
   uint64_t duplex_wait_ns_ = 0;       // ... after this long (doubles while none is found, to kDuplexMaxWaitNs)
   bool closing_ = false;              // the destructor runs: no new pairing
@@ -389,6 +387,7 @@ class RecvComm final : public Comm, private CoreObserver {
     // Acks parked on the port that no send comm took, written here (the adopter's own socket) before
     // any new control frame; also those of a port that ended.
     std::vector<Frame> backlog;
+    bool port_heard = false;  // the adopter read a frame of this connection on the port (DuplexPort::hold_ok)
     bool OwnsPort() const { return port != nullptr && port_stream < 0; }
   };
 

@@ -50,6 +50,12 @@ uint32_t InstanceOfNonce(const Nonce& n) {
   return inst;
 }
 
+bool DuplexPort::AllowHeld() {
+  std::lock_guard<std::mutex> lk(mu);
+  hold_ok = static_cast<uint32_t>(owner_conn) != static_cast<uint32_t>(guest_conn);
+  return hold_ok;
+}
+
 size_t DuplexPort::HeldBytes() const { return held.size() * sizeof(Frame) - held_done; }
 
 IoState DuplexPort::Write(int who, const iovec* iov, int iovcnt, size_t frame_left, bool take_held, size_t* n, int* err) {

@@ -104,7 +104,13 @@ struct DuplexPort {
   static constexpr size_t kMaxHeld = 4;
   std::vector<Frame> held;
   size_t held_done = 0;
-  bool hold_ok = false;  // the socket's reader routes the receive comm's frames (after the kShare; ids differ)
+  // The reader at the other end routes the receive comm's acks to their send comm: on the reactor's end
+  // once the borrower took the offer, on the initiator's once the adopter read a frame of its own
+  // connection there (the peer's send comm borrowed the socket, so its receive comm routes; a peer
+  // without RERAIL_TCP_DUPLEX, or whose send comm is gone, never does). Connection ids whose low 32
+  // bits (Frame::conn) are equal never.
+  bool hold_ok = false;
+  bool AllowHeld();  // sets hold_ok (takes mu); returns it
   size_t HeldBytes() const;
   // Whether held / mailbox have anything, for a pass that looks without mu (set under mu by Flags()).
   std::atomic<bool> any_held{false};

@@ -257,6 +257,10 @@ void RecvComm::ReadStream(int idx, int i, uint64_t now) {
         ++rx_events_;
         continue;
       }
+      if (i == l.port_stream && !l.port_heard) {  // the peer's send comm borrowed the socket: its receive
+        (void)l.port->AllowHeld();                 // comm routes this comm's acks there
+        l.port_heard = true;
+      }
       RxAction a = core_.OnFrame(now, idx, i, s.hdr);
       Sync();
       if (a.kind == RxAction::kWait || a.kind == RxAction::kFail || !l.link) return;
@@ -517,6 +521,7 @@ bool RecvComm::TryAdopt(const std::shared_ptr<DuplexPort>& p, int local_dev) {
   s.last_data_ns = NowNs();
   l.port = p;
   l.port_stream = slot;
+  l.port_heard = false;
   RR_INFO(log::kFlagNet, "conn %016lx: link 0 also reads conn %016lx's socket (RERAIL_TCP_DUPLEX)",
           static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(p->owner_conn));
   return true;

@@ -160,7 +160,7 @@ void SendComm::DuplexPoll(uint64_t now) {
       port_ = std::move(p);
       port_stream_ = static_cast<int>(l.tx.size());
       l.tx.emplace_back();
-      AllowHeld();  // the owner routes the initiator's receive comm's acks to this comm's mailbox
+      acks_ride_ = port_->AllowHeld();  // the owner routes the initiator's receive comm's acks here
       RR_INFO(log::kFlagNet, "conn %016lx: link 0 also writes on conn %016lx's socket (RERAIL_TCP_DUPLEX)",
               static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(port_->owner_conn));
     }
@@ -245,13 +245,6 @@ void SendComm::ReadMailbox(uint64_t now) {
     handed_back_ = true;
     ReadControl(0, now);
   }
-}
-
-void SendComm::AllowHeld() {
-  std::lock_guard<std::mutex> lk(port_->mu);
-  // Frames are routed by the low 32 bits of their connection id (Frame::conn): equal ones stay apart.
-  port_->hold_ok = static_cast<uint32_t>(port_->owner_conn) != static_cast<uint32_t>(port_->guest_conn);
-  acks_ride_ = port_->hold_ok;
 }
 
 // The reactor's end: the owning receive comm reads the initiator's receive comm's acks on the shared
@@ -458,10 +451,7 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
     s.done += n;
     if (s.done < sizeof(Frame) + len) return;  // socket buffer full
     s.busy = false;
-    if (s.driver) {
-      if (via_port && TypeOf(s.f.hdr) == FrameType::kShare) AllowHeld();  // the reader routes what follows
-      continue;
-    }
+    if (s.driver) continue;
     core_.OnTxDone(now, idx, s.f.hdr);
   }
 }

@@ -38,6 +38,7 @@ struct Options {
   uint64_t lat_size = 8;
   uint64_t lat_iters = 20000;
   std::string lat_dump;
+  std::vector<std::string> peer_env;  // NAME=value for the peer process only
   bool bw = true, lat = true, raw = true;
   bool verbose = false;
 };
@@ -104,7 +105,7 @@ int Main(const Options& o) {
   }
   nb::PeerClient peer;
   json r;
-  Status s = peer.Spawn("/proc/self/exe", {"netbench", "--peer"}, {});
+  Status s = peer.Spawn("/proc/self/exe", {"netbench", "--peer"}, o.peer_env);
   if (s.ok()) s = peer.Call({{"cmd", "open"}, {"plugin", o.plugin}, {"dev", 0}}, &r, 30000);
   if (!s.ok()) return Die("peer", s);
   std::unique_ptr<nb::Endpoint> ep;
@@ -172,6 +173,7 @@ int rr::netbench::CliMain(int argc, char** argv, const std::string& default_plug
   app.add_option("--window", o.window, "outstanding requests per comm")->check(CLI::Range(1, 32));
   app.add_option("--lat-size", o.lat_size, "bytes per ping-pong message")->check(CLI::Range(0, 1 << 20));
   app.add_option("--lat-iters", o.lat_iters, "ping-pong round trips")->check(CLI::Range(1, 10000000));
+  app.add_option("--peer-env", o.peer_env, "NAME=value set in the peer process only (repeatable): e.g. RERAIL_* settings that differ between the two ends");
   app.add_option("--lat-dump", o.lat_dump, "write each timed round trip of the plugin's ping-pong (ns, one per line, in order) to this file");
   app.add_option("--only", only, "run only 'bw', 'lat' or 'raw' (the raw TCP latency reference)")
       ->check(CLI::IsMember({"bw", "lat", "raw"}));
