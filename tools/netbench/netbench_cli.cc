@@ -173,7 +173,11 @@ int rr::netbench::CliMain(int argc, char** argv, const std::string& default_plug
   app.add_option("--window", o.window, "outstanding requests per comm")->check(CLI::Range(1, 32));
   app.add_option("--lat-size", o.lat_size, "bytes per ping-pong message")->check(CLI::Range(0, 1 << 20));
   app.add_option("--lat-iters", o.lat_iters, "ping-pong round trips")->check(CLI::Range(1, 10000000));
-  app.add_option("--peer-env", o.peer_env, "NAME=value set in the peer process only (repeatable): e.g. RERAIL_* settings that differ between the two ends");
+  app.add_option("--peer-env", o.peer_env, "NAME=value set in the peer process only (repeatable): e.g. RERAIL_* settings that differ between the two ends")
+      ->check([](const std::string& v) {
+        const size_t eq = v.find('=');
+        return eq == std::string::npos || eq == 0 ? std::string("expected NAME=value, got '" + v + "'") : std::string();
+      });
   app.add_option("--lat-dump", o.lat_dump, "write each timed round trip of the plugin's ping-pong (ns, one per line, in order) to this file");
   app.add_option("--only", only, "run only 'bw', 'lat' or 'raw' (the raw TCP latency reference)")
       ->check(CLI::IsMember({"bw", "lat", "raw"}));
