@@ -293,10 +293,8 @@ class SendComm final : public Comm, private CoreObserver {
   // RERAIL_TCP_DUPLEX (duplex.h): takes an offered port, looks for a partner receive comm, notices a
   // dead port.
   void DuplexPoll(uint64_t now);
-  // Control frames of link 0 from the port's mailbox (the initiator: the partner reads the socket).
-  void ReadMailbox(uint64_t now);
-  // The reactor's end: this connection's acks that the owning receive comm read on the shared socket.
-  void ReadGuestMail(uint64_t now, bool pump);
+  // Control frames of link 0 from the port's mailbox (read on the shared socket by a receive comm).
+  void ReadMailbox(uint64_t now, bool pump);
   // The port goes (link 0's transport reset or closed, a handback, the comm closed).
   void DropPort();
   // Link 0's socket is replaced: its sharing state goes with it.
@@ -416,6 +414,9 @@ class RecvComm final : public Comm, private CoreObserver {
   // Acks parked on link 0's port by the last pass that no send comm took: the owner writes them there,
   // the adopter moves them to its backlog (a cut one is finished on the port).
   void Unpark(uint64_t now);
+  // The next control frame of link idx: an ack handed back from the port first (*fresh false), then
+  // the core's (*fresh true).
+  bool NextOut(RxLink& l, int idx, uint64_t now, Frame* f, bool* fresh);
   // Whether NextControl's frame f of link idx is parked on the port instead of written.
   bool Park(RxLink& l, int idx, const Frame& f);
   Status PollListener(uint64_t now);

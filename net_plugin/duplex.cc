@@ -56,6 +56,24 @@ bool DuplexPort::AllowHeld() {
   return hold_ok;
 }
 
+bool DuplexPort::Hold(const Frame& f) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (!hold_ok || link.load() == nullptr || held.size() >= kMaxHeld) return false;
+  held.push_back(f);
+  Flags();
+  return true;
+}
+
+bool DuplexPort::TakeHeld(std::vector<Frame>* out, bool even_cut) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (held.empty() || (held_done > 0 && !even_cut)) return false;
+  out->insert(out->end(), held.begin(), held.end());
+  held.clear();
+  held_done = 0;
+  Flags();
+  return true;
+}
+
 size_t DuplexPort::HeldBytes() const { return held.size() * sizeof(Frame) - held_done; }
 
 IoState DuplexPort::Write(int who, const iovec* iov, int iovcnt, size_t frame_left, bool take_held, size_t* n, int* err) {

@@ -111,6 +111,11 @@ struct DuplexPort {
   // bits (Frame::conn) are equal never.
   bool hold_ok = false;
   bool AllowHeld();  // sets hold_ok (takes mu); returns it
+  // Parks an ack unless parking is off, the socket is gone or kMaxHeld wait already. Takes mu.
+  bool Hold(const Frame& f);
+  // Moves the parked acks, whole, to *out (also a cut one when even_cut: the socket is gone); false
+  // when none moved. Takes mu.
+  bool TakeHeld(std::vector<Frame>* out, bool even_cut);
   size_t HeldBytes() const;
   // Whether held / mailbox have anything, for a pass that looks without mu (set under mu by Flags()).
   std::atomic<bool> any_held{false};

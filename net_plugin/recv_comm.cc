@@ -52,14 +52,8 @@ RecvComm::~RecvComm() {
     for (size_t idx = 0; idx < links_.size(); ++idx) {
       RxLink& l = links_[idx];
       Frame f;
-      while (l.link && !l.out_busy && !l.backlog.empty()) {
-        iovec iov{&l.backlog.front(), sizeof(Frame)};
-        size_t n = 0;
-        int err = 0;
-        if (WriteControl(l, &iov, sizeof(Frame), &n, &err) != IoState::kOk || n != sizeof(Frame)) break;
-        l.backlog.erase(l.backlog.begin());
-      }
-      while (l.link && !l.out_busy && l.backlog.empty() && core_.NextControl(now, static_cast<int>(idx), &f)) {
+      bool fresh = false;
+      while (l.link && !l.out_busy && NextOut(l, static_cast<int>(idx), now, &f, &fresh)) {
         iovec iov{&f, sizeof(Frame)};
         size_t n = 0;
         int err = 0;
@@ -318,14 +312,9 @@ void RecvComm::FlushControl(uint64_t now) {
     RxLink& l = links_[idx];
     while (l.link) {
       if (!l.out_busy) {
-        if (!l.backlog.empty()) {
-          l.out = l.backlog.front();
-          l.backlog.erase(l.backlog.begin());
-        } else if (!core_.NextControl(now, static_cast<int>(idx), &l.out)) {
-          break;
-        } else if (Park(l, static_cast<int>(idx), l.out)) {
-          continue;
-        }
+        bool fresh = false;
+        if (!NextOut(l, static_cast<int>(idx), now, &l.out, &fresh)) break;
+        if (fresh && Park(l, static_cast<int>(idx), l.out)) continue;
         l.out_busy = true;
         l.out_done = 0;
       }
@@ -379,11 +368,15 @@ void RecvComm::Sample(uint64_t now) {
     for (int k = 0; k < s.streams && s.valid; ++k) s.valid = link->Sample(k, &s.s[k]);
     // A control frame handed out by the core but not fully written is not sent either (the core's
     // ack confirmation, RecvCore::OwesIdleProgress, must not count it as delivered).
-    if (s.valid && s.streams > 0 && links_[i].out_busy) s.s[0].notsent += sizeof(Frame) - links_[i].out_done;
-    if (s.valid && s.streams > 0) s.s[0].notsent += links_[i].backlog.size() * sizeof(Frame);
-    if (s.valid && s.streams > 0 && links_[i].port) {  // parked acks (duplex.h)
-      std::lock_guard<std::mutex> lk(links_[i].port->mu);
-      s.s[0].notsent += links_[i].port->HeldBytes();
+    // So are acks handed back from a port (backlog) or parked on it (duplex.h).
+    const RxLink& l = links_[i];
+    if (s.valid && s.streams > 0) {
+      if (l.out_busy) s.s[0].notsent += sizeof(Frame) - l.out_done;
+      s.s[0].notsent += l.backlog.size() * sizeof(Frame);
+      if (l.port) {
+        std::lock_guard<std::mutex> lk(l.port->mu);
+        s.s[0].notsent += l.port->HeldBytes();
+      }
     }
   }
   core_.OnSamples(now, samples_);
@@ -397,31 +390,26 @@ IoState RecvComm::WriteControl(RxLink& l, const iovec* iov, size_t frame_left, s
   return l.link->Writev(0, iov, 1, n, err);
 }
 
+bool RecvComm::NextOut(RxLink& l, int idx, uint64_t now, Frame* f, bool* fresh) {
+  *fresh = l.backlog.empty();
+  if (*fresh) return core_.NextControl(now, idx, f);
+  *f = l.backlog.front();
+  l.backlog.erase(l.backlog.begin());
+  return true;
+}
+
 bool RecvComm::Park(RxLink& l, int idx, const Frame& f) {
   // Only while NCCL holds a receive of this comm (a reply may follow): an idle pass (IdleSends) writes.
   if (idx != 0 || !l.port || TypeOf(f) != FrameType::kAck || !l.backlog.empty() || pool_.in_use() == 0) return false;
-  std::lock_guard<std::mutex> lk(l.port->mu);
-  if (!l.port->hold_ok || l.port->link.load() == nullptr || l.port->held.size() >= DuplexPort::kMaxHeld) return false;
-  l.port->held.push_back(f);
-  l.port->Flags();
-  return true;
+  return l.port->Hold(f);
 }
 
 void RecvComm::Unpark(uint64_t now) {
   RxLink& l = links_[0];
   if (!l.port->any_held.load(std::memory_order_acquire)) return;  // every pass: no lock
-  bool cut = false;
-  {
-    std::lock_guard<std::mutex> lk(l.port->mu);
-    if (l.port->held.empty()) return;
-    cut = l.port->held_done > 0;
-    if (!l.OwnsPort() && !cut) {  // the adopter: its own socket, where no bulk data queues
-      l.backlog.insert(l.backlog.end(), l.port->held.begin(), l.port->held.end());
-      l.port->held.clear();
-      l.port->Flags();
-      return;
-    }
-  }
+  // The adopter writes them whole on its own socket, where no bulk data queues; the owner's, and a
+  // cut one, are finished on the port.
+  if (!l.OwnsPort() && l.port->TakeHeld(&l.backlog, false)) return;
   size_t n = 0;
   int err = 0;
   IoState st = l.port->Write(2, nullptr, 0, 0, true, &n, &err);
@@ -490,13 +478,7 @@ void RecvComm::DetachPort(int idx, uint64_t now, const std::string& why, bool te
   }
   RR_INFO(log::kFlagNet, "conn %016lx: the shared socket of link 0 ended (%s)%s", static_cast<unsigned long>(conn_id_),
           why.c_str(), mid_frame ? " mid-frame: link 0 fails" : "");
-  {
-    std::lock_guard<std::mutex> lk(l.port->mu);  // parked acks go on this link's own socket, whole
-    l.backlog.insert(l.backlog.end(), l.port->held.begin(), l.port->held.end());
-    l.port->held.clear();
-    l.port->held_done = 0;
-    l.port->Flags();
-  }
+  (void)l.port->TakeHeld(&l.backlog, true);  // parked acks go on this link's own socket, whole
   l.port.reset();
   l.port_stream = -1;
   s = RxStream{};

@@ -167,7 +167,7 @@ void SendComm::DuplexPoll(uint64_t now) {
   }
   if (port_) {
     if (!OwnsPort() && port_->link.load(std::memory_order_acquire) == nullptr) {
-      ReadGuestMail(now, false);  // acks the owner read before the socket went
+      ReadMailbox(now, false);  // acks the owner read before the socket went
       // Chunks written there may be lost with it unless the receiver acknowledged their messages.
       const bool used = core_.acked() < port_seq_ ||
                         (port_stream_ < static_cast<int>(l.tx.size()) && l.tx[port_stream_].busy);
@@ -208,12 +208,21 @@ void SendComm::DuplexPoll(uint64_t now) {
           static_cast<unsigned long>(conn_id_), static_cast<unsigned long>(port_->guest_conn));
 }
 
-void SendComm::ReadMailbox(uint64_t now) {
+// Link 0's control frames that a receive comm of this process read on the shared socket: on the
+// initiator's end (this comm owns the socket, its partner adopted it) every one, with the adopter's
+// failure or handback; on the reactor's end (this comm borrows it) the initiator's acks that rode its
+// frames. pump: nothing came while a send waits for an ack: drive that reader once, which NCCL may not
+// be driving.
+void SendComm::ReadMailbox(uint64_t now, bool pump) {
+  const bool owner = OwnsPort();
+  if (!owner && !acks_ride_) return;  // no ack of this connection comes there
+  const uint64_t reader = owner ? port_->guest_conn : port_->owner_conn;
   std::deque<Frame> got;
   std::string failed;
   bool eof = false, handback = false;
   for (int round = 0; round < 2; ++round) {
-    {
+    // The borrower takes the lock only when mail came; the owner also looks for the adopter's news.
+    if (owner || port_->any_mail.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> lk(port_->mu);
       got.swap(port_->mailbox);
       port_->Flags();
@@ -226,9 +235,8 @@ void SendComm::ReadMailbox(uint64_t now) {
       }
     }
     if (handback) break;
-    if (!got.empty() || !failed.empty() || round == 1 || !core_.SendWaits()) break;
-    // Nothing came and a send waits for an ack: drive the reader, which NCCL may not be driving.
-    DuplexRegistry::Get().WithRecv(port_->guest_conn, [](RecvComm* r) { r->TryPump(); });
+    if (!got.empty() || !failed.empty() || !pump || round == 1 || !core_.SendWaits()) break;
+    DuplexRegistry::Get().WithRecv(reader, [](RecvComm* r) { r->TryPump(); });
   }
   for (const Frame& f : got) {
     if (!links_[0].link || !port_) return;  // a frame before failed link 0: the rest belong to the old socket
@@ -244,28 +252,6 @@ void SendComm::ReadMailbox(uint64_t now) {
     DropPort();
     handed_back_ = true;
     ReadControl(0, now);
-  }
-}
-
-// The reactor's end: the owning receive comm reads the initiator's receive comm's acks on the shared
-// socket (they rode that end's frames) and leaves them here. pump: nothing came while a send waits for
-// an ack: drive the owner once, which NCCL may not be driving.
-void SendComm::ReadGuestMail(uint64_t now, bool pump) {
-  if (!acks_ride_) return;
-  std::deque<Frame> got;
-  for (int round = 0; round < 2; ++round) {
-    if (port_->any_mail.load(std::memory_order_acquire)) {  // every pass: no lock unless mail came
-      std::lock_guard<std::mutex> lk(port_->mu);
-      got.swap(port_->mailbox);
-      port_->Flags();
-    }
-    if (!got.empty() || !pump || round == 1 || !core_.SendWaits()) break;
-    DuplexRegistry::Get().WithRecv(port_->owner_conn, [](RecvComm* r) { r->TryPump(); });
-  }
-  for (const Frame& f : got) {
-    if (!links_[0].link) return;
-    core_.OnControl(now, 0, f);
-    Commands(now);
   }
 }
 
@@ -459,11 +445,12 @@ void SendComm::WriteStream(int idx, int i, uint64_t now, bool* progressed) {
 // Reads the receiver's control frames (acks, heartbeats, notices): up to 16 per recv; a read that
 // gets less than it asked for drains the socket, so no EAGAIN read follows it.
 void SendComm::ReadControl(int idx, uint64_t now) {
-  if (idx == 0 && OwnsPort()) return ReadMailbox(now);  // the partner receive comm reads the socket
   TxLink& l = links_[idx];
-  if (idx == 0 && port_) {  // the reactor's end: acks ride the peer's frames on the shared socket
-    ReadGuestMail(now, true);
-    if (now - l.last_in_ns > kColdNs && now < l.next_cold_ns) return;  // a cold control stream
+  if (idx == 0 && port_) {
+    ReadMailbox(now, true);
+    if (OwnsPort()) return;  // the partner receive comm reads the socket
+    // The reactor's end: acks ride the peer's frames on the shared socket, so its own is cold.
+    if (now - l.last_in_ns > kColdNs && now < l.next_cold_ns) return;
     l.next_cold_ns = now + kColdReadNs;
   }
   const bool sifting = idx == 0 && handed_back_;  // the ended connection's bytes may still come
