@@ -170,8 +170,13 @@ class Comm {
   // it; returns when it wants the next pass (ns from now), 0 when it no longer needs one (the peer
   // acknowledged everything, the connection ended, or NCCL holds a request of it again).
   uint64_t TryIdleProgress();
+  // When NCCL last called isend, irecv or test on it (NowNs; 0: never). IdleSends reads it without a
+  // lock: a comm whose owner drove it within the pass period needs no idle pass yet.
+  uint64_t DrivenNs() const { return driven_ns_.load(std::memory_order_relaxed); }
 
  protected:
+  // The owner's isend/irecv/test (drive_mu_ held): stamps DrivenNs.
+  void MarkDriven() { driven_ns_.store(NowNs(), std::memory_order_relaxed); }
   // Marks the requests the core completed as done.
   void DrainCompletions(CoreBase& core);
   // isend/irecv once the connection ended (kPeerClosed, kFailed): hands out a request that is never
@@ -234,6 +239,7 @@ class Comm {
   // Held by a send comm's isend and test, and by IdleSends' thread while it drives the comm.
   std::mutex drive_mu_;
   bool idle_listed_ = false;   // in IdleSends (drive_mu_)
+  std::atomic<uint64_t> driven_ns_{0};
 };
 
 // Where one link of a send comm goes.

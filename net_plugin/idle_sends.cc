@@ -31,7 +31,7 @@ void IdleSends::Add(Comm* c) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     const uint64_t due = NowNs() + kPeriodNs;
-    comms_.push_back(Entry{c, due});
+    comms_.push_back(Entry{c, due, kPeriodNs});
     if (!running_) {   // the thread ends whenever the list empties (no thread left behind)
       if (thread_.joinable()) thread_.join();   // it returned: it set running_ under mu_ as its last step
       running_ = true;
@@ -64,16 +64,26 @@ void IdleSends::Run() {
       continue;
     }
     for (std::size_t i = 0; !stop_ && i < comms_.size();) {
-      if (comms_[i].due_ns > now) {
+      Entry& e = comms_[i];
+      if (e.due_ns > now + kSlackNs) {
         ++i;
         continue;
       }
-      uint64_t in = comms_[i].comm->TryIdleProgress();
+      // NCCL drove it within its period: it needs no pass yet (no lock taken, nothing read), only a
+      // look a period after that drive.
+      const uint64_t driven = e.comm->DrivenNs();
+      if (driven + e.period_ns > now + kSlackNs) {
+        e.due_ns = driven + e.period_ns;
+        ++i;
+        continue;
+      }
+      const uint64_t in = e.comm->TryIdleProgress();
       if (in == 0) {
         comms_.erase(comms_.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
-      comms_[i].due_ns = now + in;
+      e.period_ns = in;
+      e.due_ns = now + in;
       ++i;
     }
   }

@@ -357,6 +357,7 @@ Status SendComm::PollConnect(bool* ready) {
 
 Status SendComm::Isend(const void* data, size_t size, int tag, void* phandle, Request** req) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
+  MarkDriven();
   *req = nullptr;
   if (core_.state() == ConnState::kFailed || core_.state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   Request* r = pool_.Get(true);
@@ -562,6 +563,7 @@ Status SendComm::Progress(uint64_t now) {
 
 Status SendComm::Test(Request* r, int* done, int* size) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
+  MarkDriven();
   *done = 0;
   if (r->state == ReqState::kFree) return Status::Internal("test on a request already reported done");
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "isend after the receiver closed the connection");
