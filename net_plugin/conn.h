@@ -170,13 +170,14 @@ class Comm {
   // it; returns when it wants the next pass (ns from now), 0 when it no longer needs one (the peer
   // acknowledged everything, the connection ended, or NCCL holds a request of it again).
   uint64_t TryIdleProgress();
-  // When NCCL last called isend, irecv or test on it (NowNs; 0: never). IdleSends reads it without a
-  // lock: a comm whose owner drove it within the pass period needs no idle pass yet.
+  // When its I/O was last driven (NowNs; 0: never): by NCCL's isend/test (TCP: every progress pass,
+  // whoever drives it). IdleSends reads it without a lock: a comm driven within its pass period needs
+  // no idle pass yet.
   uint64_t DrivenNs() const { return driven_ns_.load(std::memory_order_relaxed); }
 
  protected:
-  // The owner's isend/irecv/test (drive_mu_ held): stamps DrivenNs.
-  void MarkDriven() { driven_ns_.store(NowNs(), std::memory_order_relaxed); }
+  // A progress pass (drive_mu_ held) with the time it already read: stamps DrivenNs.
+  void MarkDriven(uint64_t now) { driven_ns_.store(now, std::memory_order_relaxed); }
   // Marks the requests the core completed as done.
   void DrainCompletions(CoreBase& core);
   // isend/irecv once the connection ended (kPeerClosed, kFailed): hands out a request that is never

@@ -294,7 +294,7 @@ void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
 
 Status IbSendComm::Isend(const void* data, size_t size, int tag, ib::MrHandle* mh, void* phandle, Request** req) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven();
+  MarkDriven(NowNs());
   *req = nullptr;
   if (core_->state() == ConnState::kFailed || core_->state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   if (mh == nullptr && size > 0) return Status::Internal("isend over IB without a memory registration (regMr)");
@@ -316,7 +316,7 @@ Status IbSendComm::Isend(const void* data, size_t size, int tag, ib::MrHandle* m
 
 Status IbSendComm::Test(Request* r, int* done, int* size) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven();
+  MarkDriven(NowNs());
   *done = 0;
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(*core_, "isend after the receiver closed the connection");
   if (r->state != ReqState::kDone) {
@@ -468,7 +468,7 @@ uint64_t IbRecvComm::IdleProgress() {
 Status IbRecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, ib::MrHandle* const* mhs,
                          void* phandle, Request** req) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven();
+  MarkDriven(NowNs());
   *req = nullptr;
   if (core_.state() == ConnState::kFailed) {
     size_t total = 0;
@@ -496,7 +496,7 @@ Status IbRecvComm::Irecv(int n, void* const* data, const size_t* caps, const int
 
 Status IbRecvComm::Test(Request* r, int* done, int* size) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven();
+  MarkDriven(NowNs());
   *done = 0;
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "irecv after the connection ended");
   if (r->state != ReqState::kDone) {

@@ -17,7 +17,7 @@
 // 100931). A background thread, running only while something is listed (it ends when the list
 // empties, so closing every comm leaves no thread; neither listing nor leaving wakes it unless a new
 // comm is due before its next wakeup), drives each listed
-// comm that NCCL has not called (isend/irecv/test, Comm::DrivenNs) for kPeriodNs, unless its owner
+// comm that no progress pass drove (NCCL's isend/test, or this thread: Comm::DrivenNs) for kPeriodNs, unless its owner
 // is inside it (Comm::TryIdleProgress: try-lock of the comm's drive lock, which isend/test hold), and
 // drops it once it is acknowledged, ended, or NCCL holds a request of it again. A comm NCCL keeps
 // driving costs the thread one look per period and no lock: in a loopback ping-pong the passes it

@@ -121,7 +121,6 @@ uint64_t RecvComm::IdleProgress() {
 
 Status RecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, void* phandle, Request** req) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven();
   *req = nullptr;
   if (core_.state() == ConnState::kFailed) {
     size_t total = 0;
@@ -520,6 +519,7 @@ void RecvComm::TryPump() {
 Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
   if (core_.state() == ConnState::kFailed) return core_.status();
   const uint64_t now = NowNs();
+  MarkDriven(now);
   RR_CHECK(PollListener(now));
   if (!links_.empty() && links_[0].port) Unpark(now);  // acks parked by the last pass that no reply took
   // Each stream is read until it is drained (ReadStream), so one pass over them is enough. The pass
@@ -561,7 +561,6 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
 
 Status RecvComm::Test(Request* r, int* done, int* size) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends or a partner send comm may be driving it
-  MarkDriven();
   *done = 0;
   if (r->state == ReqState::kFree) return Status::Internal("test on a request already reported done");
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "irecv after the connection ended");

@@ -357,7 +357,6 @@ Status SendComm::PollConnect(bool* ready) {
 
 Status SendComm::Isend(const void* data, size_t size, int tag, void* phandle, Request** req) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven();
   *req = nullptr;
   if (core_.state() == ConnState::kFailed || core_.state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   Request* r = pool_.Get(true);
@@ -531,6 +530,7 @@ void SendComm::Sample(uint64_t now) {
 }
 
 Status SendComm::Progress(uint64_t now) {
+  MarkDriven(now);
   if (core_.state() != ConnState::kActive) return StatusOf(core_);  // Ok when the peer closed in order
   PollRails(now);
   if (cfg_.duplex) DuplexPoll(now);
@@ -544,6 +544,9 @@ Status SendComm::Progress(uint64_t now) {
       const int first = k == 0 ? port_stream_ : -1;
       for (int j = 0; l.link && j < static_cast<int>(l.tx.size()); ++j) {
         const int i = first < 0 ? j : (j == 0 ? first : j - 1);
+        // An idle stream with nothing for it (HasTx false: NextTx would hand out nothing) is skipped:
+        // most passes of a small-message comm write nothing, and asking the core per stream showed.
+        if (!l.tx[i].busy && !(share_pending_ && k == 0 && i == 0) && !core_.HasTx()) continue;
         WriteStream(static_cast<int>(k), i, now, &progressed);
       }
     }
@@ -563,7 +566,6 @@ Status SendComm::Progress(uint64_t now) {
 
 Status SendComm::Test(Request* r, int* done, int* size) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven();
   *done = 0;
   if (r->state == ReqState::kFree) return Status::Internal("test on a request already reported done");
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "isend after the receiver closed the connection");
