@@ -16,15 +16,15 @@
 // links its sender probes after a failure and writes the ack again on them (tests/sim seeds 100387,
 // 100931). A background thread, running only while something is listed (it ends when the list
 // empties, so closing every comm leaves no thread; neither listing nor leaving wakes it unless a new
-// comm is due before its next wakeup), drives each listed
-// comm that no progress pass drove (NCCL's isend/test, or this thread: Comm::DrivenNs) for kPeriodNs, unless its owner
-// is inside it (Comm::TryIdleProgress: try-lock of the comm's drive lock, which isend/test hold), and
-// drops it once it is acknowledged, ended, or NCCL holds a request of it again. A comm NCCL keeps
-// driving costs the thread one look per period and no lock: in a loopback ping-pong the passes it
-// used to make there took the comm's locks from under test() (about 2 000 blocked or preempted
-// round trips per 100 000, each 20-30 us: 0.4 us of the mean). One wakeup serves every comm due
-// within kSlackNs of it. A comm sets its own cadence: kPeriodNs, or a lingering receive comm's slower
-// RecvCore::IdlePeriodNs; the thread sleeps until the earliest is due. A comm that NCCL drives again
+// comm is due before its next wakeup), drives each listed comm that no progress pass drove (NCCL's
+// isend/test, or this thread: Comm::DrivenNs) for kPeriodNs, unless its owner is inside it
+// (Comm::TryIdleProgress: try-lock of the comm's drive lock, which isend/test hold), and drops it
+// once it is acknowledged, ended, or NCCL holds a request of it again. A comm NCCL keeps driving
+// costs the thread one look per period and no lock: in a loopback ping-pong, the passes it used to
+// make there took the comms' locks from under test() (about 250 of every 100 000 round trips blocked
+// on one, perf sched_switch callchains). One wakeup serves every comm due within kSlackNs of it. A
+// comm sets its own cadence: kPeriodNs, or a lingering receive comm's slower RecvCore::IdlePeriodNs;
+// the thread sleeps until the earliest is due. A comm that NCCL drives again
 // and leaves again before its entry's pass keeps that entry: its first idle pass then comes within
 // the period it last asked for (at most a quarter of a sender's probe timeout), not within kPeriodNs
 // (the simulator models the 5 ms pass; re-listing on every completion would take this list's lock on

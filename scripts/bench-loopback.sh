@@ -15,8 +15,13 @@
 # rerail and the reference tools alternate for BENCH_ROUNDS rounds and the medians are compared, so a
 # load change on a shared host hits both sides alike. Figures are only good on an idle machine.
 # Usage: scripts/bench-loopback.sh
+# Besides the ratio of the medians, the median of the per-round ratios is printed for latency: each
+# round measures rerail and the raw reference back to back, so a host whose speed drifts between
+# rounds (a shared VM: the raw reference alone varied 8.2-12.7 us per round trip within minutes)
+# moves both sides of a round's ratio alike.
 # Env: BUILD_DIR (build), STREAMS ("1 4": the stream counts tried on both sides), BENCH_ROUNDS (3),
-#      BENCH_SECONDS (3, per reference-tool run), LAT_ITERS (20000 round trips per latency figure)
+#      BENCH_SECONDS (3, per reference-tool run), LAT_ITERS (20000 round trips per latency figure),
+#      BENCH_ONLY (lat: the latency figures only, for more rounds in the same time)
 # Every process it starts is stopped on exit (trap).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +31,8 @@ STREAMS=${STREAMS:-1 4}
 T=${BENCH_SECONDS:-3}
 LAT_ITERS=${LAT_ITERS:-20000}
 R=${BENCH_ROUNDS:-3}
+ONLY=${BENCH_ONLY:-}
+case "$ONLY" in ""|lat) ;; *) echo "bench: BENCH_ONLY must be empty or lat, not '$ONLY'" >&2; exit 2 ;; esac
 perf="$BUILD_DIR/tools/rerail-perf/rerail-perf"
 for tool in iperf3 sockperf python3 ss; do
   command -v "$tool" >/dev/null || { echo "bench: $tool is missing (scripts/setup.sh installs it)" >&2; exit 1; }
@@ -63,8 +70,9 @@ wait_listen "$sp_port"
 
 : >"$work/rows"
 for round in $(seq "$R"); do
-  rr_best=0 ip_best=0 rr_desc="" ip_desc=""
+  rr_best=0 ip_best=0 rr_desc="" ip_desc="" raw_bw=0
   for S in $STREAMS; do
+    [ "$ONLY" = lat ] && break
     # rerail throughput (rerail-perf netbench spawns its peer process; both load the plugin)
     RERAIL_TCP_IFNAME=lo RERAIL_TCP_STREAMS=$S "$perf" netbench --only bw --size $((64 << 20)) --iters 32 --window 8 \
       >"$work/rr-bw.txt"
@@ -81,8 +89,8 @@ for round in $(seq "$R"); do
     ip_best=$(python3 -c "print(max($ip_best, $ip_bw))")
   done
   # raw TCP over rerail's buffers (64 MiB messages, 8 buffers per side), blocking and spinning
-  raw_bw=0
   for spin in 0 1; do
+    [ "$ONLY" = lat ] && break
     "$stream" --size $((64 << 20)) --count 32 --buffers 8 --spin "$spin" >"$work/raw-bw.txt"
     raw_bw=$(python3 -c "print(max($raw_bw, $(field bw_GBps "$work/raw-bw.txt")))")
   done
@@ -109,6 +117,7 @@ import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 streams = sys.argv[2].split()
 med = [statistics.median(col) for col in zip(*rows)]
+lat_only = med[0] == 0 and med[1] == 0
 rr_bw, ip_bw, rr_lat, raw_lat, rr_p50, raw_p50, sp_lat, sp_p50, raw_bw, dx_lat, dx_p50 = med
 def ratio(a, b): return a / b if b else float("nan")
 def verdict(ok): return "MET" if ok else "MISSED"
@@ -116,12 +125,17 @@ print()
 print(f"medians of {len(rows)} rounds          rerail   reference    ratio  target")
 r = ratio(rr_bw, ip_bw)
 best = "/".join(streams)
-print(f"{'throughput 64 MiB, GB/s':28s}{rr_bw:12.3f}{ip_bw:12.3f}{r:9.2f}  >= 0.95, best of {best} streams vs iperf3 -P {best}: {verdict(r >= 0.95)}")
-print(f"{'  (raw TCP, rerail buffers)':28s}{'':12s}{raw_bw:12.3f}{ratio(rr_bw, raw_bw):9.2f}  reference only: the kernel path with rerail's 512 MiB per side")
+if not lat_only:
+    print(f"{'throughput 64 MiB, GB/s':28s}{rr_bw:12.3f}{ip_bw:12.3f}{r:9.2f}  >= 0.95, best of {best} streams vs iperf3 -P {best}: {verdict(r >= 0.95)}")
+    print(f"{'  (raw TCP, rerail buffers)':28s}{'':12s}{raw_bw:12.3f}{ratio(rr_bw, raw_bw):9.2f}  reference only: the kernel path with rerail's 512 MiB per side")
 r = ratio(rr_lat, raw_lat)
 print(f"{'latency mean one-way, us':28s}{rr_lat:12.2f}{raw_lat:12.2f}{r:9.2f}  <= 1.2 vs raw spinning TCP: {verdict(r <= 1.2)}")
 r = ratio(rr_p50, raw_p50)
 print(f"{'latency median one-way, us':28s}{rr_p50:12.2f}{raw_p50:12.2f}{r:9.2f}  <= 1.2 vs raw spinning TCP: {verdict(r <= 1.2)}")
 print(f"{'  (RERAIL_TCP_DUPLEX=1)':28s}{dx_lat:8.2f}/{dx_p50:.2f}{'':10s}{ratio(dx_lat, raw_lat):6.2f}/{ratio(dx_p50, raw_p50):.2f}  experimental, mean/median vs raw spinning TCP")
+def per_round(i, j):
+    return statistics.median(ratio(row[i], row[j]) for row in rows)
+print(f"{'  per-round ratios, median':28s}{'':24s}  mean/median: default {per_round(2, 3):.2f}/{per_round(4, 5):.2f}, "
+      f"RERAIL_TCP_DUPLEX=1 {per_round(9, 3):.2f}/{per_round(10, 5):.2f}")
 print(f"{'  (sockperf mean/median, us)':28s}{'':12s}{sp_lat:8.2f}/{sp_p50:.2f}  rerail/sockperf {ratio(rr_lat, sp_lat):.2f}/{ratio(rr_p50, sp_p50):.2f}")
 PY

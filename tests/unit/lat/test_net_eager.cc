@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "net_loader.h"
@@ -26,7 +29,12 @@ struct Reads {
   std::map<int, bool> last_got;
 };
 thread_local Reads g_reads;
+// Reads made by the plugin's own threads (IdleSends) while g_watch_others is set.
+thread_local bool g_test_thread = false;
+std::atomic<bool> g_watch_others{false};
+std::atomic<uint64_t> g_other_reads{0};
 void Note(int fd, ssize_t r) {
+  if (!g_test_thread && g_watch_others.load()) g_other_reads.fetch_add(1);
   if (!g_count) return;
   if (r > 0) {
     ++g_reads.got;
@@ -279,6 +287,46 @@ TEST_F(Eager, SmallMessageCostsOneReadAndNoEmptyReadAfterIt) {
   EXPECT_LE(got, static_cast<uint64_t>(kMsgs + kMsgs / 10)) << "reads per 8-byte message: " << double(got) / kMsgs;
   EXPECT_EQ(wasted, 0u) << "empty reads right after a read that got the data (" << empty << " empty reads in "
                         << calls << " test() calls)";
+}
+
+// IdleSends passes only a comm that no progress pass drove for its period (net_plugin/idle_sends.h):
+// a ping-pong that keeps both comms driven, each owing idle progress between its completions
+// (unacknowledged eager sends; acks the sender's kernel has not confirmed), gets no pass from the
+// thread, whose passes took the comms' locks from under test(); a comm left alone gets one within
+// the period. Its passes are seen as socket reads on a thread other than this one.
+TEST_F(Eager, IdleSendsLeavesADrivenCommAloneAndPassesAnIdleOne) {
+  g_test_thread = true;
+  auto src = Pattern(8, 7);
+  std::vector<uint8_t> dst(64, 0);
+  auto round_trip = [&] {
+    void* rreq = Recv(dst.data(), dst.size());
+    void* sreq = Send(src.data(), src.size());
+    WaitAll({sreq, rreq});
+  };
+  round_trip();  // both comms now owe idle progress, so both are listed
+  g_other_reads = 0;
+  g_watch_others = true;
+  const uint64_t t0 = rr::NowNs();
+  uint64_t rounds = 0;
+  while (rr::NowNs() - t0 < 150'000'000) round_trip(), ++rounds;  // 30 periods of 5 ms
+  g_watch_others = false;
+  const uint64_t driven_reads = g_other_reads.load();
+  // Left alone: an eager send whose receiver is not driven stays unacknowledged.
+  void* sreq = Send(src.data(), src.size());
+  ASSERT_TRUE(PollAlone(sreq, kManyPolls));
+  g_other_reads = 0;
+  g_watch_others = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  g_watch_others = false;
+  const uint64_t idle_reads = g_other_reads.load();
+  // At most a pass or two where this thread was preempted for a period (a loaded runner); before
+  // the driven stamp the thread passed each comm every 5 ms (at least a read each).
+  EXPECT_LE(driven_reads, 3u) << "IdleSends read the sockets of comms driven " << rounds << " times in 150 ms";
+  EXPECT_GE(idle_reads, 1u) << "a comm that owes its peer progress got no idle pass in 40 ms";
+  void* rreq = Recv(dst.data(), dst.size());
+  WaitAll({rreq});
+  EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin()));
+  g_test_thread = false;
 }
 
 }  // namespace
