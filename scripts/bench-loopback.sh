@@ -107,8 +107,10 @@ for round in $(seq "$R"); do
   sockperf ping-pong --tcp -i 127.0.0.1 -p "$sp_port" -t "$T" -m 14 >"$work/sockperf.txt" 2>&1
   sp_lat=$(sed -n 's/.*Summary: Latency is \([0-9.]*\) usec.*/\1/p' "$work/sockperf.txt" | tail -n 1)
   sp_p50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$work/sockperf.txt" | tail -n 1)
-  printf 'round %d: GB/s rerail%s, iperf3%s, raw TCP on rerail'"'"'s buffers %s; one-way latency mean/median us: rerail %.2f/%.2f, duplex %.2f/%.2f, raw spinning TCP %.2f/%.2f, sockperf %.2f/%.2f\n' \
-    "$round" "$rr_desc" "$ip_desc" "$raw_bw" "$rr_lat" "$rr_p50" "$dx_lat" "$dx_p50" "$raw_lat" "$raw_p50" "$sp_lat" "$sp_p50"
+  bw_desc=""
+  [ "$ONLY" = lat ] || bw_desc="GB/s rerail$rr_desc, iperf3$ip_desc, raw TCP on rerail's buffers $raw_bw; "
+  printf 'round %d: %sone-way latency mean/median us: rerail %.2f/%.2f, duplex %.2f/%.2f, raw spinning TCP %.2f/%.2f, sockperf %.2f/%.2f\n' \
+    "$round" "$bw_desc" "$rr_lat" "$rr_p50" "$dx_lat" "$dx_p50" "$raw_lat" "$raw_p50" "$sp_lat" "$sp_p50"
   echo "$rr_best $ip_best $rr_lat $raw_lat $rr_p50 $raw_p50 $sp_lat $sp_p50 $raw_bw $dx_lat $dx_p50" >>"$work/rows"
 done
 
