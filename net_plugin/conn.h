@@ -170,9 +170,9 @@ class Comm {
   // it; returns when it wants the next pass (ns from now), 0 when it no longer needs one (the peer
   // acknowledged everything, the connection ended, or NCCL holds a request of it again).
   uint64_t TryIdleProgress();
-  // When its I/O was last driven (NowNs; 0: never): by NCCL's isend/test (TCP: every progress pass,
-  // whoever drives it). IdleSends reads it without a lock: a comm driven within its pass period needs
-  // no idle pass yet.
+  // When a progress pass last drove its I/O (NowNs; 0: never), whoever drove it: NCCL's isend/test,
+  // a partner send comm, IdleSends. IdleSends reads it without a lock: a comm driven within its pass
+  // period needs no idle pass yet.
   uint64_t DrivenNs() const { return driven_ns_.load(std::memory_order_relaxed); }
 
  protected:

@@ -250,6 +250,7 @@ Status IbSendComm::Poll(uint64_t /*now*/, int link, ib::IbLinkHello* answer, boo
 
 Status IbSendComm::Progress() {
   uint64_t now = NowNs();
+  MarkDriven(now);
   FeedRails(cfg_.rails, &rail_gen_, drv_.get());
   drv_->Progress(now);
   if (!boot_dead_) {
@@ -294,7 +295,6 @@ void IbSendComm::OnBandwidth(int link, uint64_t bytes_per_s) {
 
 Status IbSendComm::Isend(const void* data, size_t size, int tag, ib::MrHandle* mh, void* phandle, Request** req) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven(NowNs());
   *req = nullptr;
   if (core_->state() == ConnState::kFailed || core_->state() == ConnState::kPeerClosed) return PostAfterEnd(true, size, req);
   if (mh == nullptr && size > 0) return Status::Internal("isend over IB without a memory registration (regMr)");
@@ -316,7 +316,6 @@ Status IbSendComm::Isend(const void* data, size_t size, int tag, ib::MrHandle* m
 
 Status IbSendComm::Test(Request* r, int* done, int* size) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven(NowNs());
   *done = 0;
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(*core_, "isend after the receiver closed the connection");
   if (r->state != ReqState::kDone) {
@@ -392,6 +391,7 @@ void IbRecvComm::PollTcpLinks(uint64_t now) {
 Status IbRecvComm::Progress() {
   FeedRails(cfg_.rails, &rail_gen_, &drv_);
   uint64_t now = NowNs();
+  MarkDriven(now);
   PollTcpLinks(now);
   Status closed;
   for (bool got = !boot_dead_; got;) {
@@ -468,7 +468,6 @@ uint64_t IbRecvComm::IdleProgress() {
 Status IbRecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* tags, ib::MrHandle* const* mhs,
                          void* phandle, Request** req) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven(NowNs());
   *req = nullptr;
   if (core_.state() == ConnState::kFailed) {
     size_t total = 0;
@@ -496,7 +495,6 @@ Status IbRecvComm::Irecv(int n, void* const* data, const size_t* caps, const int
 
 Status IbRecvComm::Test(Request* r, int* done, int* size) {
   std::lock_guard<std::mutex> drive(drive_mu_);   // IdleSends may be driving this comm
-  MarkDriven(NowNs());
   *done = 0;
   if (r->seq == kSeqPostedAfterEnd) return EndedStatus(core_, "irecv after the connection ended");
   if (r->state != ReqState::kDone) {

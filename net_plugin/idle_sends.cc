@@ -69,8 +69,8 @@ void IdleSends::Run() {
         ++i;
         continue;
       }
-      // NCCL drove it within its period: it needs no pass yet (no lock taken, nothing read), only a
-      // look a period after that drive.
+      // A progress pass drove it within its period: it needs no pass yet (no lock taken, nothing
+      // read), only a look a period after that drive.
       const uint64_t driven = e.comm->DrivenNs();
       if (driven + e.period_ns > now + kSlackNs) {
         e.due_ns = driven + e.period_ns;

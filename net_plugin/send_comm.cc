@@ -544,9 +544,6 @@ Status SendComm::Progress(uint64_t now) {
       const int first = k == 0 ? port_stream_ : -1;
       for (int j = 0; l.link && j < static_cast<int>(l.tx.size()); ++j) {
         const int i = first < 0 ? j : (j == 0 ? first : j - 1);
-        // An idle stream with nothing for it (HasTx false: NextTx would hand out nothing) is skipped:
-        // most passes of a small-message comm write nothing, and asking the core per stream showed.
-        if (!l.tx[i].busy && !(share_pending_ && k == 0 && i == 0) && !core_.HasTx()) continue;
         WriteStream(static_cast<int>(k), i, now, &progressed);
       }
     }

@@ -273,6 +273,9 @@ bool SendCore::NextTx(uint64_t now, int idx, TxFrame* out) {
     out->payload = nullptr;
     return true;
   }
+  // Nothing to re-send and every message's chunks handed out: the common idle case, asked per stream
+  // on every pass (what follows would find nothing either).
+  if (requeue_.empty() && sched_seq_ >= next_seq_) return false;
   if (!Eligible(l)) return false;
   while (sched_seq_ < next_seq_) {  // the oldest taken message with chunks left (grouped mode: skip holes)
     const TxMsg& m = msgs_[sched_seq_ % RxTracker::kWindow];
