@@ -410,10 +410,12 @@ class RecvComm final : public Comm, private CoreObserver {
   // The adopted shared stream ended (error, EOF, its owner let it go, a foreign frame): mid-frame fails
   // link 0 (what was cut off is re-sent), else it is only detached.
   void DetachPort(int idx, uint64_t now, const std::string& why, bool tell_owner, bool eof);
-  // The link's socket is replaced or dropped: its sharing ends (an owner's port dies; an adopted one
-  // fails its owner's link 0, whose control frames nobody would read any more, unless `handback`: this
-  // connection ended in order, and the owner reads its socket again).
-  void ReleasePort(RxLink& l, bool handback = false);
+  // The link's socket is replaced or dropped: its sharing ends. An owner's port dies. An adopted one
+  // goes back to its owner, which reads its socket again from where this comm stopped (the shared
+  // socket is not what failed: a fault of its own comes through DetachPort first); only when the
+  // stream sits in a header that is no frame's, so no frame boundary can be found after it, does it
+  // fail the owner's link 0 instead.
+  void ReleasePort(RxLink& l);
   void OnShare(int idx, int i, const Frame& hdr);
   // Writes control bytes on stream 0 of a link, through its port when it is a shared socket.
   IoState WriteControl(RxLink& l, const iovec* iov, size_t frame_left, size_t* n, int* err);

@@ -1,5 +1,5 @@
-// rerail — one TCP connection carrying both directions between two processes (RERAIL_TCP_DUPLEX,
-// experimental; docs/hot-path-latency.md).
+// rerail — one TCP connection carrying both directions between two processes (RERAIL_TCP_DUPLEX:
+// on by default with the stripe policy; docs/hot-path-latency.md).
 //
 // NCCL gives a plugin one send comm per direction, each its own connection, so every connection
 // carries data one way only and each small message costs its reader's kernel a pure ACK on the
@@ -32,10 +32,13 @@
 // mid-frame, the adopter's link 0; a write error there fails the borrowing send comm's link 0, and so
 // does a dead port while a message with a chunk written there is unacknowledged or a frame is half
 // written there (the core re-sends). An adopter
-// whose own connection ended in order (closed, or closed by its sender) hands the reading back to the
-// owner instead of failing it. So nothing is lost, and a close with nothing in flight costs no
-// failover; a close while the other connection has frames on the shared socket costs it a logged
-// failover of link 0 (the unsharing handshake of the plan would avoid it).
+// whose link 0 ends for any other reason (its connection closed, its own socket reset, a notice from
+// its sender) hands the reading back to the owner, which reads the socket again from the adopter's
+// position, skipping the adopter's connection's frames by their length; only a header that is no
+// frame's (no boundary to skip to) fails the owner's link 0 instead. So nothing is lost, and a close
+// with nothing in flight costs no failover; a close while the other connection has frames on the
+// shared socket costs it a logged failover of link 0 (the unsharing handshake of the plan would avoid
+// it).
 //
 // Thread-safety: the registry's comms mutex is held while a send comm drives its partner receive
 // comm (try-lock of the partner's drive mutex: never blocks on it); offers have a mutex of their own;

@@ -141,13 +141,16 @@ Status Plugin::FirstInit(int abi_version) {
   cfg_.max_recvs = static_cast<int>(Params::Int(ParamId::MaxRecvs));
   if (cfg_.max_recvs == 0) cfg_.max_recvs = ib_ != nullptr ? kMaxRecvs : 1;
   cfg_.streams = static_cast<int>(Params::Int(ParamId::TcpStreams));
-  cfg_.duplex = Params::Bool(ParamId::TcpDuplex);
 #if RERAIL_WITH_IB
   if (ib_ != nullptr) cfg_.streams = ib_->link.streams;  // QPs per IB link (the init line)
 #endif
   // auto = stripe on TCP, failover on IB (DESIGN.md); otherwise what was asked for.
   const std::string& policy = Params::Str(ParamId::Policy);
   cfg_.policy = policy == "failover" || (policy == "auto" && ib_ != nullptr) ? Policy::kFailover : Policy::kStripe;
+  // One connection both ways (duplex.h). auto: TCP with the stripe policy only; with failover it cost
+  // throughput in bench-rails (docs/hot-path-latency.md). A peer deciding otherwise costs nothing.
+  const std::string& duplex = Params::Str(ParamId::TcpDuplex);
+  cfg_.duplex = duplex == "1" || (duplex == "auto" && cfg_.policy == Policy::kStripe && ib_ == nullptr);
   cfg_.stall_ns = static_cast<uint64_t>(Params::Int(ParamId::StallMs)) * 1000000ull;
   cfg_.heartbeat_ns = static_cast<uint64_t>(Params::Int(ParamId::HeartbeatMs)) * 1000000ull;
   cfg_.giveup_ns = static_cast<uint64_t>(Params::Int(ParamId::GiveupMs)) * 1000000ull;

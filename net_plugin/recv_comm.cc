@@ -63,7 +63,7 @@ RecvComm::~RecvComm() {
   }
   // An owned shared socket dies with this comm (its borrower re-sends what it may have lost); an
   // adopted one goes back to its owner.
-  for (RxLink& l : links_) ReleasePort(l, true);
+  for (RxLink& l : links_) ReleasePort(l);
 }
 
 void RecvComm::Attach(std::unique_ptr<Link> link, uint64_t now) {
@@ -102,7 +102,11 @@ void RecvComm::Sync() {
         int err = 0;
         (void)WriteControl(l, &iov, sizeof(Frame), &n, &err);
       }
-      ReleasePort(l, core_.state() == ConnState::kPeerClosed);  // ended in order: no failover for the owner
+      // The socket this comm adopted is sound (its own faults detach it first): its owner reads it
+      // again, and gets the acks its peer wrote there (NetFaults.LinkDownMidStreamLosesNothing: the
+      // peer closed its send comm, its unread socket reset this link, and the owner's link 0, failed
+      // with it, waited for acks on a socket nobody read until RERAIL_GIVEUP_MS).
+      ReleasePort(l);
       l.link.reset();
       l.rx.clear();
       l.out_busy = false;
@@ -420,13 +424,14 @@ void RecvComm::Unpark(uint64_t now) {
   }  // an adopted one that failed: DetachPort moves what is left to the backlog at the next read
 }
 
-void RecvComm::ReleasePort(RxLink& l, bool handback) {
+void RecvComm::ReleasePort(RxLink& l) {
   if (!l.port) return;
   {
     std::lock_guard<std::mutex> lk(l.port->mu);
+    const bool in_frame = l.port_stream >= 0 && l.port_stream < static_cast<int>(l.rx.size());
     if (l.OwnsPort()) {
       l.port->link = nullptr;
-    } else if (handback && l.port_stream < static_cast<int>(l.rx.size())) {
+    } else if (in_frame && !(l.rx[l.port_stream].have_hdr && !FrameValid(l.rx[l.port_stream].hdr))) {
       const RxStream& s = l.rx[l.port_stream];
       if (!s.buf.empty()) {
         l.port->leftover.assign(s.buf.begin() + static_cast<long>(s.pos), s.buf.begin() + static_cast<long>(s.end));

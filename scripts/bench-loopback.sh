@@ -6,8 +6,8 @@
 #   * 8-byte ping-pong latency (round trip / 2) vs a raw TCP ping-pong whose ends spin on non-blocking
 #     sockets (`rerail-perf netbench --only raw`: no plugin, no framing)  target ratio <= 1.2
 #     sockperf ping-pong (TCP, 14 bytes, its smallest) is printed beside it for reference
-#   * rerail's latency again with RERAIL_TCP_DUPLEX=1 (experimental: replies ride the requests'
-#     connection, net_plugin/duplex.h), beside the default's
+#   * rerail's latency again with RERAIL_TCP_DUPLEX=0 (one connection per direction, as NCCL opens
+#     them; the default pairs them so that replies ride the requests' connection, net_plugin/duplex.h)
 #   * for reference, raw TCP (bench/tcp-stream, no plugin) moving the same 64 MiB messages between the
 #     same footprint of buffers as rerail's throughput run (8 per side): iperf3 copies from and to one
 #     cache-resident block, rerail from and to 512 MiB per side; this line shows what the kernel path
@@ -94,22 +94,23 @@ for round in $(seq "$R"); do
     "$stream" --size $((64 << 20)) --count 32 --buffers 8 --spin "$spin" >"$work/raw-bw.txt"
     raw_bw=$(python3 -c "print(max($raw_bw, $(field bw_GBps "$work/raw-bw.txt")))")
   done
-  # rerail latency, then the raw spinning reference, then sockperf
+  # rerail latency, the raw spinning reference right after it, rerail with two one-way connections,
+  # then sockperf
   RERAIL_TCP_IFNAME=lo "$perf" netbench --only lat --lat-size 8 --lat-iters "$LAT_ITERS" >"$work/rr-lat.txt"
   rr_lat=$(field lat_us "$work/rr-lat.txt")
   rr_p50=$(field lat_p50_us "$work/rr-lat.txt")
-  RERAIL_TCP_DUPLEX=1 RERAIL_TCP_IFNAME=lo "$perf" netbench --only lat --lat-size 8 --lat-iters "$LAT_ITERS" >"$work/dx-lat.txt"
-  dx_lat=$(field lat_us "$work/dx-lat.txt")
-  dx_p50=$(field lat_p50_us "$work/dx-lat.txt")
   "$perf" netbench --only raw --lat-size 8 --lat-iters "$LAT_ITERS" >"$work/raw-lat.txt"
   raw_lat=$(field raw_lat_us "$work/raw-lat.txt")
   raw_p50=$(field raw_lat_p50_us "$work/raw-lat.txt")
+  RERAIL_TCP_DUPLEX=0 RERAIL_TCP_IFNAME=lo "$perf" netbench --only lat --lat-size 8 --lat-iters "$LAT_ITERS" >"$work/dx-lat.txt"
+  dx_lat=$(field lat_us "$work/dx-lat.txt")
+  dx_p50=$(field lat_p50_us "$work/dx-lat.txt")
   sockperf ping-pong --tcp -i 127.0.0.1 -p "$sp_port" -t "$T" -m 14 >"$work/sockperf.txt" 2>&1
   sp_lat=$(sed -n 's/.*Summary: Latency is \([0-9.]*\) usec.*/\1/p' "$work/sockperf.txt" | tail -n 1)
   sp_p50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$work/sockperf.txt" | tail -n 1)
   bw_desc=""
   [ "$ONLY" = lat ] || bw_desc="GB/s rerail$rr_desc, iperf3$ip_desc, raw TCP on rerail's buffers $raw_bw; "
-  printf 'round %d: %sone-way latency mean/median us: rerail %.2f/%.2f, duplex %.2f/%.2f, raw spinning TCP %.2f/%.2f, sockperf %.2f/%.2f\n' \
+  printf 'round %d: %sone-way latency mean/median us: rerail %.2f/%.2f, two connections %.2f/%.2f, raw spinning TCP %.2f/%.2f, sockperf %.2f/%.2f\n' \
     "$round" "$bw_desc" "$rr_lat" "$rr_p50" "$dx_lat" "$dx_p50" "$raw_lat" "$raw_p50" "$sp_lat" "$sp_p50"
   echo "$rr_best $ip_best $rr_lat $raw_lat $rr_p50 $raw_p50 $sp_lat $sp_p50 $raw_bw $dx_lat $dx_p50" >>"$work/rows"
 done
@@ -134,10 +135,10 @@ r = ratio(rr_lat, raw_lat)
 print(f"{'latency mean one-way, us':28s}{rr_lat:12.2f}{raw_lat:12.2f}{r:9.2f}  <= 1.2 vs raw spinning TCP: {verdict(r <= 1.2)}")
 r = ratio(rr_p50, raw_p50)
 print(f"{'latency median one-way, us':28s}{rr_p50:12.2f}{raw_p50:12.2f}{r:9.2f}  <= 1.2 vs raw spinning TCP: {verdict(r <= 1.2)}")
-print(f"{'  (RERAIL_TCP_DUPLEX=1)':28s}{dx_lat:8.2f}/{dx_p50:.2f}{'':10s}{ratio(dx_lat, raw_lat):6.2f}/{ratio(dx_p50, raw_p50):.2f}  experimental, mean/median vs raw spinning TCP")
+print(f"{'  (RERAIL_TCP_DUPLEX=0)':28s}{dx_lat:8.2f}/{dx_p50:.2f}{'':10s}{ratio(dx_lat, raw_lat):6.2f}/{ratio(dx_p50, raw_p50):.2f}  reference only: one connection per direction, mean/median vs raw spinning TCP")
 def per_round(i, j):
     return statistics.median(ratio(row[i], row[j]) for row in rows)
 print(f"{'  per-round ratios, median':28s}{'':24s}  mean/median: default {per_round(2, 3):.2f}/{per_round(4, 5):.2f}, "
-      f"RERAIL_TCP_DUPLEX=1 {per_round(9, 3):.2f}/{per_round(10, 5):.2f}")
+      f"RERAIL_TCP_DUPLEX=0 {per_round(9, 3):.2f}/{per_round(10, 5):.2f}")
 print(f"{'  (sockperf mean/median, us)':28s}{'':12s}{sp_lat:8.2f}/{sp_p50:.2f}  rerail/sockperf {ratio(rr_lat, sp_lat):.2f}/{ratio(rr_p50, sp_p50):.2f}")
 PY

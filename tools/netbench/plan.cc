@@ -316,9 +316,15 @@ Status PingPong(netdrv::NetPlugin& net, void* send_comm, void* recv_comm, size_t
     if (m == warmup) t0 = now;
     if (m > warmup) rtts.push_back(now - tm);
     tm = now;
-    st = PostRetry(rq, rbuf.data(), size, rmh, m, dl);
-    if (st.ok() && !initiator) st = WaitDone(rq, dl, "recv");
+    // The receive is posted before it is needed and off the round trip's critical path, as NCCL's
+    // proxy posts its receives ahead of the data: the responder before it waits, the initiator once its
+    // send is on the way (the reply cannot come before it), as the raw reference reads after writing.
+    if (!initiator) {
+      st = PostRetry(rq, rbuf.data(), size, rmh, m, dl);
+      if (st.ok()) st = WaitDone(rq, dl, "recv");
+    }
     if (st.ok()) st = PostRetry(sq, sbuf.data(), size, smh, m, dl);
+    if (st.ok() && initiator) st = PostRetry(rq, rbuf.data(), size, rmh, m, dl);
     if (st.ok()) st = WaitDone(sq, dl, "send");
     if (st.ok() && initiator) st = WaitDone(rq, dl, "recv");
   }

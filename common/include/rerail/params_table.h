@@ -14,10 +14,11 @@
            "Interfaces to use as rails, NCCL syntax: prefix list 'eth,ens', '^' excludes, '=' exact match. "   \
            "Empty: every up, non-loopback interface with an IPv4/IPv6 address (loopback if nothing else)")     \
   RR_PARAM(TcpStreams, "TCP_STREAMS", kInt, "2", "sockets", "1:16", "TCP streams per link (per rail per connection)") \
-  RR_PARAM(TcpDuplex, "TCP_DUPLEX", kBool, "0", "", "",                                                     \
-           "Experimental: when two processes send to each other on the same rail, one TCP connection carries both directions' " \
+  RR_PARAM(TcpDuplex, "TCP_DUPLEX", kEnum, "auto", "", "auto|0|1",                                         \
+           "When two processes send to each other on the same rail, one TCP connection carries both directions' " \
            "link-0 frames (replies ride the requests' connection: small-message latency; docs/hot-path-latency.md). "        \
-           "Closing a connection while the other one of its pair has messages in flight on the shared socket costs that one a logged failover (nothing is lost); set the same value in every process") \
+           "auto: on with the stripe policy (the TCP default), off with failover (measured slower there). "        \
+           "Closing a connection while the other one of its pair has messages in flight on the shared socket costs that one a logged failover (nothing is lost)") \
   RR_PARAM(ChunkSize, "CHUNK_SIZE", kInt, "131072", "bytes", "4096:67108864",                             \
            "Largest piece of a message sent as one unit on one stream (the unit of striping and re-send), in whole eighths; a message smaller than one chunk per usable rail is cut into one chunk per rail") \
   RR_PARAM(EagerMax, "EAGER_MAX", kInt, "16384", "bytes", "0:262144",                                      \
