@@ -428,10 +428,10 @@ void RecvComm::ReleasePort(RxLink& l) {
   if (!l.port) return;
   {
     std::lock_guard<std::mutex> lk(l.port->mu);
-    const bool in_frame = l.port_stream >= 0 && l.port_stream < static_cast<int>(l.rx.size());
+    const bool has_stream = l.port_stream >= 0 && l.port_stream < static_cast<int>(l.rx.size());
     if (l.OwnsPort()) {
       l.port->link = nullptr;
-    } else if (in_frame && !(l.rx[l.port_stream].have_hdr && !FrameValid(l.rx[l.port_stream].hdr))) {
+    } else if (has_stream && !(l.rx[l.port_stream].have_hdr && !FrameValid(l.rx[l.port_stream].hdr))) {
       const RxStream& s = l.rx[l.port_stream];
       if (!s.buf.empty()) {
         l.port->leftover.assign(s.buf.begin() + static_cast<long>(s.pos), s.buf.begin() + static_cast<long>(s.end));
