@@ -428,18 +428,20 @@ void RecvComm::ReleasePort(RxLink& l) {
   if (!l.port) return;
   {
     std::lock_guard<std::mutex> lk(l.port->mu);
-    const bool has_stream = l.port_stream >= 0 && l.port_stream < static_cast<int>(l.rx.size());
+    // The adopted stream, unless it sits in a header that is no frame's (no boundary to skip to).
+    const RxStream* at = l.port_stream >= 0 && l.port_stream < static_cast<int>(l.rx.size()) ? &l.rx[l.port_stream] : nullptr;
+    if (at != nullptr && at->have_hdr && !FrameValid(at->hdr)) at = nullptr;
     if (l.OwnsPort()) {
       l.port->link = nullptr;
-    } else if (has_stream && !(l.rx[l.port_stream].have_hdr && !FrameValid(l.rx[l.port_stream].hdr))) {
-      const RxStream& s = l.rx[l.port_stream];
+    } else if (at != nullptr) {
+      const RxStream& s = *at;
       if (!s.buf.empty()) {
         l.port->leftover.assign(s.buf.begin() + static_cast<long>(s.pos), s.buf.begin() + static_cast<long>(s.end));
       }
       l.port->skip = s.phase == Phase::kPayload ? s.remaining : s.have_hdr ? s.hdr.len : 0;
       l.port->handback = true;
     } else if (l.port->failed.empty()) {
-      l.port->failed = "the receive comm reading its shared socket dropped its link 0";
+      l.port->failed = "the receive comm reading its shared socket dropped its link 0 inside a header that is no frame's";
     }
   }
   l.port.reset();

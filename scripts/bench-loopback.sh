@@ -102,17 +102,17 @@ for round in $(seq "$R"); do
   "$perf" netbench --only raw --lat-size 8 --lat-iters "$LAT_ITERS" >"$work/raw-lat.txt"
   raw_lat=$(field raw_lat_us "$work/raw-lat.txt")
   raw_p50=$(field raw_lat_p50_us "$work/raw-lat.txt")
-  RERAIL_TCP_DUPLEX=0 RERAIL_TCP_IFNAME=lo "$perf" netbench --only lat --lat-size 8 --lat-iters "$LAT_ITERS" >"$work/dx-lat.txt"
-  dx_lat=$(field lat_us "$work/dx-lat.txt")
-  dx_p50=$(field lat_p50_us "$work/dx-lat.txt")
+  RERAIL_TCP_DUPLEX=0 RERAIL_TCP_IFNAME=lo "$perf" netbench --only lat --lat-size 8 --lat-iters "$LAT_ITERS" >"$work/two-lat.txt"
+  two_lat=$(field lat_us "$work/two-lat.txt")
+  two_p50=$(field lat_p50_us "$work/two-lat.txt")
   sockperf ping-pong --tcp -i 127.0.0.1 -p "$sp_port" -t "$T" -m 14 >"$work/sockperf.txt" 2>&1
   sp_lat=$(sed -n 's/.*Summary: Latency is \([0-9.]*\) usec.*/\1/p' "$work/sockperf.txt" | tail -n 1)
   sp_p50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$work/sockperf.txt" | tail -n 1)
   bw_desc=""
   [ "$ONLY" = lat ] || bw_desc="GB/s rerail$rr_desc, iperf3$ip_desc, raw TCP on rerail's buffers $raw_bw; "
   printf 'round %d: %sone-way latency mean/median us: rerail %.2f/%.2f, two connections %.2f/%.2f, raw spinning TCP %.2f/%.2f, sockperf %.2f/%.2f\n' \
-    "$round" "$bw_desc" "$rr_lat" "$rr_p50" "$dx_lat" "$dx_p50" "$raw_lat" "$raw_p50" "$sp_lat" "$sp_p50"
-  echo "$rr_best $ip_best $rr_lat $raw_lat $rr_p50 $raw_p50 $sp_lat $sp_p50 $raw_bw $dx_lat $dx_p50" >>"$work/rows"
+    "$round" "$bw_desc" "$rr_lat" "$rr_p50" "$two_lat" "$two_p50" "$raw_lat" "$raw_p50" "$sp_lat" "$sp_p50"
+  echo "$rr_best $ip_best $rr_lat $raw_lat $rr_p50 $raw_p50 $sp_lat $sp_p50 $raw_bw $two_lat $two_p50" >>"$work/rows"
 done
 
 python3 - "$work/rows" "$STREAMS" <<'PY'
@@ -121,7 +121,7 @@ rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 streams = sys.argv[2].split()
 med = [statistics.median(col) for col in zip(*rows)]
 lat_only = med[0] == 0 and med[1] == 0
-rr_bw, ip_bw, rr_lat, raw_lat, rr_p50, raw_p50, sp_lat, sp_p50, raw_bw, dx_lat, dx_p50 = med
+rr_bw, ip_bw, rr_lat, raw_lat, rr_p50, raw_p50, sp_lat, sp_p50, raw_bw, two_lat, two_p50 = med
 def ratio(a, b): return a / b if b else float("nan")
 def verdict(ok): return "MET" if ok else "MISSED"
 print()
@@ -135,7 +135,7 @@ r = ratio(rr_lat, raw_lat)
 print(f"{'latency mean one-way, us':28s}{rr_lat:12.2f}{raw_lat:12.2f}{r:9.2f}  <= 1.2 vs raw spinning TCP: {verdict(r <= 1.2)}")
 r = ratio(rr_p50, raw_p50)
 print(f"{'latency median one-way, us':28s}{rr_p50:12.2f}{raw_p50:12.2f}{r:9.2f}  <= 1.2 vs raw spinning TCP: {verdict(r <= 1.2)}")
-print(f"{'  (RERAIL_TCP_DUPLEX=0)':28s}{dx_lat:8.2f}/{dx_p50:.2f}{'':10s}{ratio(dx_lat, raw_lat):6.2f}/{ratio(dx_p50, raw_p50):.2f}  reference only: one connection per direction, mean/median vs raw spinning TCP")
+print(f"{'  (RERAIL_TCP_DUPLEX=0)':28s}{two_lat:8.2f}/{two_p50:.2f}{'':10s}{ratio(two_lat, raw_lat):6.2f}/{ratio(two_p50, raw_p50):.2f}  reference only: one connection per direction, mean/median vs raw spinning TCP")
 def per_round(i, j):
     return statistics.median(ratio(row[i], row[j]) for row in rows)
 print(f"{'  per-round ratios, median':28s}{'':24s}  mean/median: default {per_round(2, 3):.2f}/{per_round(4, 5):.2f}, "

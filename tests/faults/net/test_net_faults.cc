@@ -93,10 +93,7 @@ class Peer {
     if (pid_ > 0) waitpid(pid_, &st, 0);
     pid_ = -1;
     r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    std::ifstream f(log_path_);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    r.log = ss.str();
+    r.log = LogSoFar();
     return r;
   }
 
@@ -106,6 +103,15 @@ class Peer {
   FILE* from_ = nullptr;
   std::string log_path_;
 };
+
+// Hands each peer the other's handle (each prints one HANDLE line first).
+void ExchangeHandles(Peer& a, Peer& b) {
+  std::string ha = a.ReadLine(), hb = b.ReadLine();
+  ASSERT_EQ(ha.rfind("HANDLE", 0), 0u) << ha;
+  ASSERT_EQ(hb.rfind("HANDLE", 0), 0u) << hb;
+  a.WriteLine(hb);
+  b.WriteLine(ha);
+}
 
 class NetFaults : public rr::testing::NetnsFixture {
  protected:
@@ -128,11 +134,8 @@ class NetFaults : public rr::testing::NetnsFixture {
   void Run(const std::string& env, uint64_t duration_ms, const std::function<void()>& fault, PeerResult* a,
            PeerResult* b, size_t msg = 256 * 1024) {
     Peer pa(topo().Netns(0), env, duration_ms, msg, 0), pb(topo().Netns(1), env, duration_ms, msg, 1);
-    std::string ha = pa.ReadLine(), hb = pb.ReadLine();
-    ASSERT_EQ(ha.rfind("HANDLE", 0), 0u) << ha;
-    ASSERT_EQ(hb.rfind("HANDLE", 0), 0u) << hb;
-    pa.WriteLine(hb);
-    pb.WriteLine(ha);
+    ExchangeHandles(pa, pb);
+    ASSERT_FALSE(HasFatalFailure());
     fault();
     *a = pa.Finish();
     *b = pb.Finish();
@@ -181,11 +184,8 @@ TEST_F(NetFaults, LinkDownMidStreamLosesNothing) {
 // LinkDownMidStreamLosesNothing failed 2 of 12 runs on a loaded machine.
 TEST_F(NetFaults, DuplexReaderLosingItsOwnSocketHandsTheSharedOneBack) {
   Peer pa(topo().Netns(0), "", 4500, 256 * 1024, 0), pb(topo().Netns(1), "", 4500, 256 * 1024, 1);
-  std::string ha = pa.ReadLine(), hb = pb.ReadLine();
-  ASSERT_EQ(ha.rfind("HANDLE", 0), 0u) << ha;
-  ASSERT_EQ(hb.rfind("HANDLE", 0), 0u) << hb;
-  pa.WriteLine(hb);
-  pb.WriteLine(ha);
+  ExchangeHandles(pa, pb);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   int h = -1;
   for (auto t0 = std::chrono::steady_clock::now(); h < 0 && std::chrono::steady_clock::now() - t0 < 3s;) {
     std::this_thread::sleep_for(50ms);
@@ -217,11 +217,8 @@ TEST_F(NetFaults, DuplexReaderLosingItsOwnSocketHandsTheSharedOneBack) {
 
 // Hands each peer the other's handle; both peers then connect and report READY (FAULT_PEER_LAST runs).
 void Introduce(Peer& a, Peer& b) {
-  std::string ha = a.ReadLine(), hb = b.ReadLine();
-  ASSERT_EQ(ha.rfind("HANDLE", 0), 0u) << ha;
-  ASSERT_EQ(hb.rfind("HANDLE", 0), 0u) << hb;
-  a.WriteLine(hb);
-  b.WriteLine(ha);
+  ExchangeHandles(a, b);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   ASSERT_EQ(a.ReadLine(), "READY\n");
   ASSERT_EQ(b.ReadLine(), "READY\n");
 }
@@ -497,11 +494,8 @@ TEST_F(NetFaults, UnpolledPeersCauseNoFalseFailover) {
   const std::string env = "RERAIL_STALL_MS=200 RERAIL_HEARTBEAT_MS=50 ";
   Peer pa(topo().Netns(0), env + "FAULT_PEER_PAUSE=700:2000", 4000, 256 * 1024, 0);
   Peer pb(topo().Netns(1), env + "FAULT_PEER_PAUSE=1500:2000", 4000, 256 * 1024, 1);
-  std::string ha = pa.ReadLine(), hb = pb.ReadLine();
-  ASSERT_EQ(ha.rfind("HANDLE", 0), 0u) << ha;
-  ASSERT_EQ(hb.rfind("HANDLE", 0), 0u) << hb;
-  pa.WriteLine(hb);
-  pb.WriteLine(ha);
+  ExchangeHandles(pa, pb);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   PeerResult a = pa.Finish(), b = pb.Finish();
   ExpectBothClean(a, b);
   for (const PeerResult* r : {&a, &b}) {
@@ -522,11 +516,8 @@ TEST_F(NetFaults, UnpolledPeersCauseNoFalseFailover) {
 TEST_F(NetFaults, PeerKilledErrorsQuicklyOnEveryRail) {
   Peer pa(topo().Netns(0), "RERAIL_GIVEUP_MS=60000", 20000, 256 * 1024, 0);
   Peer pb(topo().Netns(1), "RERAIL_GIVEUP_MS=60000", 20000, 256 * 1024, 1);
-  std::string ha = pa.ReadLine(), hb = pb.ReadLine();
-  ASSERT_EQ(ha.rfind("HANDLE", 0), 0u);
-  ASSERT_EQ(hb.rfind("HANDLE", 0), 0u);
-  pa.WriteLine(hb);
-  pb.WriteLine(ha);
+  ExchangeHandles(pa, pb);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
   std::this_thread::sleep_for(1000ms);
   auto killed = std::chrono::steady_clock::now();
   pb.Kill();
