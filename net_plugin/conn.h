@@ -402,7 +402,11 @@ class RecvComm final : public Comm, private CoreObserver {
   // (the read pass stops once it is complete).
   static constexpr uint64_t kNoSeq = UINT64_MAX;
   Status Progress(bool idle_acks, uint64_t want_seq = kNoSeq);
-  void ReadStream(int idx, int i, uint64_t now);
+  // Places parked headers, and what was read ahead with them, without a read, and completes what
+  // is complete (irecv).
+  void PlaceParked();
+  // read: false takes only the bytes the stream's read-ahead buffer holds.
+  void ReadStream(int idx, int i, uint64_t now, bool read);
   // Reads more of stream i into its read-ahead buffer (after `want` bytes into `dst`, when given).
   // False when nothing came (EAGAIN, or an error the core was told of); *drained when the socket had
   // less than asked, so reading again now would only return EAGAIN.

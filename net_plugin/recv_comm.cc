@@ -143,16 +143,31 @@ Status RecvComm::Irecv(int n, void* const* data, const size_t* caps, const int* 
   r->n = n;
   ProfStart(cfg_.prof, r, phandle, cfg_.dev);
   *req = r;
-  // The I/O waits for test(), unless a header arrived before this receive was posted: it may be this
-  // receive's, so place it now. (No read pass here: on a ping-pong's critical path it costs a recv
-  // per stream that finds nothing.) A failure found here is reported by test() on this request.
+  // The I/O waits for test(), unless the message came before this receive was posted: a header
+  // parked for it, or its bytes stashed (the core placed them as it posted): place it now, from what
+  // was read with it, and complete it, so that test() reports it without a read pass. (No read here:
+  // on a ping-pong's critical path a read costs a recv per stream that finds nothing, as the read
+  // that brought the message drained its socket.) A failure found here is reported by test() on
+  // this request.
   bool parked = false;
   for (const RxLink& l : links_) {
     for (const RxStream& s : l.rx) parked |= s.have_hdr;
   }
-  if (parked) (void)Progress(false);
+  if (parked || core_.completed() > r->seq) PlaceParked();
   else if (core_.grouped()) FlushControl(NowNs());  // the sender takes no seq before this announcement
   return Status::Ok();
+}
+
+void RecvComm::PlaceParked() {
+  const uint64_t now = NowNs();
+  for (size_t k = 0; k < links_.size() && core_.state() == ConnState::kActive; ++k) {
+    for (int i = 0; links_[k].link && i < static_cast<int>(links_[k].rx.size()); ++i) {
+      if (links_[k].rx[i].have_hdr) ReadStream(static_cast<int>(k), i, now, false);
+    }
+  }
+  core_.Poll(now, false);
+  if (core_.state() == ConnState::kActive) FlushControl(now);
+  DrainCompletions(core_);
 }
 
 // Reads more of stream i: `want` bytes into dst (a payload's destination, or the scratch sink), then
@@ -210,9 +225,9 @@ bool RecvComm::Fill(int idx, int i, uint64_t now, uint8_t* dst, size_t want, siz
 // the core says (the posted buffer, a stash copy, or the scratch sink). A header whose receive is not
 // posted yet stays parked until the next call. Returns once the stream is drained: a read that got
 // less than it asked for ends the pass, so a stream costs no extra EAGAIN read after its data.
-void RecvComm::ReadStream(int idx, int i, uint64_t now) {
+void RecvComm::ReadStream(int idx, int i, uint64_t now, bool read) {
   RxLink& l = links_[idx];
-  bool drained = false;
+  bool drained = !read;  // nothing more to read: only the read-ahead buffer's bytes
   while (l.link) {
     RxStream& s = l.rx[i];
     if (s.phase == Phase::kHeader) {
@@ -549,7 +564,7 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
       if (i == links_[k].reserved && i != links_[k].port_stream) continue;  // a reserved slot, unused
       const RxStream& s = links_[k].rx[i];
       if (!read_cold && s.end == s.pos && !s.have_hdr && now - s.last_data_ns > kColdNs) continue;
-      ReadStream(static_cast<int>(k), i, now);
+      ReadStream(static_cast<int>(k), i, now, true);
       if (want_seq != kNoSeq && core_.completed() > want_seq && !core_.deferring()) {
         k = links_.size();
         break;
