@@ -162,7 +162,7 @@ void RecvComm::PlaceParked() {
   const uint64_t now = NowNs();
   for (size_t k = 0; k < links_.size() && core_.state() == ConnState::kActive; ++k) {
     for (int i = 0; links_[k].link && i < static_cast<int>(links_[k].rx.size()); ++i) {
-      if (links_[k].rx[i].have_hdr) ReadStream(static_cast<int>(k), i, now, false);
+      if (links_[k].rx[i].have_hdr) ReadStream(static_cast<int>(k), i, now, /*read=*/false);
     }
   }
   core_.Poll(now, false);
@@ -564,7 +564,7 @@ Status RecvComm::Progress(bool idle_acks, uint64_t want_seq) {
       if (i == links_[k].reserved && i != links_[k].port_stream) continue;  // a reserved slot, unused
       const RxStream& s = links_[k].rx[i];
       if (!read_cold && s.end == s.pos && !s.have_hdr && now - s.last_data_ns > kColdNs) continue;
-      ReadStream(static_cast<int>(k), i, now, true);
+      ReadStream(static_cast<int>(k), i, now, /*read=*/true);
       if (want_seq != kNoSeq && core_.completed() > want_seq && !core_.deferring()) {
         k = links_.size();
         break;
